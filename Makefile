@@ -1,0 +1,57 @@
+# snowfleet — see README.md. `make check` is the test command CI runs.
+GO       ?= go
+BIN      ?= bin
+PKGS     := ./...
+
+.PHONY: all build test bench lint sim bench-server images up down integration check clean
+
+all: build
+
+## build: the two binaries, static, into ./bin
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/snowflaked ./cmd/snowflakectl
+
+## test: unit and ZooKeeper tests, race detector on (starts its own ZooKeeper)
+test:
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+## bench: the generator against bwmarrin/snowflake, side by side
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./snowflake/
+
+## lint: formatting and vet, across every build tag in use
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) vet -tags sim ./coordinator/
+
+## sim: 1,024 claimers against one local ZooKeeper (a simulation, not a test)
+sim:
+	$(GO) test -tags sim -run TestSim -v -count=1 -timeout 5m ./coordinator/
+
+## bench-server: snowflaked against Redis INCR with redis-benchmark
+bench-server:
+	deploy/bench-server.sh
+
+## images: the worker and ZooKeeper images, built offline
+images:
+	deploy/build-images.sh
+
+## up: the fleet (3 ZooKeeper nodes, 3 workers), then the slot map and a few IDs
+up:
+	deploy/up.sh
+
+## down: remove the fleet, its networks and volumes
+down:
+	deploy/down.sh
+
+## integration: the docker-compose chaos suite
+integration:
+	$(GO) test -tags integration -count=1 -timeout 25m -v ./integration/
+
+## check: what CI runs
+check: lint test
+
+clean:
+	rm -rf $(BIN)

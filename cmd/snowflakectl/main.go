@@ -1,0 +1,108 @@
+// Command snowflakectl is the operator's tool for a snowfleet fleet: it
+// encodes and decodes IDs, shows the slot map, draws IDs and benchmarks
+// workers.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand. run gets the arguments after the subcommand's
+// name and returns the exit status: 0 ok, 1 failure, 2 bad usage or input.
+type command struct {
+	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+}
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func commands() map[string]command {
+	return map[string]command{
+		"encode": {summary: "build an ID from its fields", run: runEncode},
+		"decode": {summary: "split IDs into their fields", run: runDecode},
+	}
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cmds := commands()
+	if len(args) == 0 {
+		usage(stderr, cmds)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		usage(stdout, cmds)
+		return exitOK
+	}
+	c, ok := cmds[name]
+	if !ok {
+		fmt.Fprintf(stderr, "snowflakectl: unknown command %q (run 'snowflakectl help' for the list)\n", name)
+		return exitUsage
+	}
+	return c.run(args[1:], stdout, stderr)
+}
+
+func usage(w io.Writer, cmds map[string]command) {
+	names := make([]string, 0, len(cmds))
+	for n := range cmds {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "usage: snowflakectl <command> [flags] [args]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-8s %s\n", n, cmds[n].summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'snowflakectl <command> -h' for a command's flags.")
+}
+
+// newFlagSet returns a flag set that reports errors through parse rather
+// than printing the whole usage on every mistake.
+func newFlagSet(name, synopsis, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "usage: snowflakectl %s %s\n\n%s\n\nflags:\n", name, synopsis, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args; it returns -1 to go on, or the exit status: 0 after
+// -h (usage on stdout), 2 after a bad flag (one line on stderr).
+func parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
+	err := fs.Parse(args)
+	if err == nil {
+		return -1
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stdout)
+		fs.Usage()
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "snowflakectl %s: %s\n", fs.Name(), strings.TrimSpace(err.Error()))
+	return exitUsage
+}
+
+// usageError prints one line naming what was wrong and returns exitUsage.
+func usageError(stderr io.Writer, cmd, format string, a ...any) int {
+	fmt.Fprintf(stderr, "snowflakectl %s: %s\n", cmd, fmt.Sprintf(format, a...))
+	return exitUsage
+}

@@ -1,0 +1,284 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// protectedPrefix is go-zookeeper's (and Curator's) prefix of a protected
+// sequential node: _c_<32 hex guid>-. The guid finds a node whose create
+// answer was lost.
+const protectedPrefix = "_c_"
+
+// lease is one won lease node and the reservation confirmed for it.
+type lease struct {
+	slot    snowflake.Slot
+	name    string // node name in leases/
+	path    string
+	guid    string
+	session int64 // the session that owns the node
+	// floor is the slot's reservation found at claim: this lease issues
+	// only timestamps above it.
+	floor int64
+	// ceiling is the highest reservation confirmed by a fenced write.
+	ceiling int64
+	// version is the slot node's version after our last confirmed write.
+	version int32
+	// unknown: a write whose outcome is unknown is outstanding.
+	unknown bool
+	since   time.Time
+}
+
+// claim returns a won lease node with a confirmed reservation, standing by
+// while every slot is held. It returns an error only when ctx ends or for a
+// fault retrying cannot fix.
+func (s *session) claim(ctx context.Context) (*lease, error) {
+	c := s.c
+	start := time.Now()
+	c.setState(StateClaiming)
+	var names []string
+	fresh := false // names is a listing taken after our last create
+	for {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !fresh {
+			var err error
+			if names, err = s.list(ctx); err != nil {
+				if fatal(err) {
+					return nil, err
+				}
+				c.log.Debug("cannot list leases; retrying", "error", err)
+				sleep(ctx, 200*time.Millisecond)
+				continue
+			}
+		}
+		fresh = false
+		s.cleanOrphans(ctx, names)
+		free := s.freeSlots(names)
+		if len(free) == 0 {
+			s.standby(ctx)
+			continue
+		}
+		if c.getState() == StateStandby {
+			c.setState(StateClaiming)
+		}
+		slot := free[mrand.IntN(len(free))]
+		l, err := s.createLease(ctx, slot)
+		if err != nil {
+			if fatal(err) {
+				return nil, err
+			}
+			c.log.Debug("lease node create failed; retrying", "slot", slot, "error", err)
+			sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		// Lowest sequence per slot wins. This listing is read after our
+		// create, so every older node of the slot is in it, and it is fresh
+		// for the next pick if we lost.
+		if names, err = s.list(ctx); err != nil {
+			s.deleteLease(ctx, l)
+			continue
+		}
+		fresh = true
+		if h, ok := holders(names)[slot]; !ok || h.name != l.name {
+			s.deleteLease(ctx, l)
+			continue
+		}
+		ok, err := s.reserve(ctx, l)
+		if err != nil {
+			s.deleteLease(ctx, l)
+			return nil, err
+		}
+		if !ok {
+			fresh = false
+			continue
+		}
+		c.claims.Add(1)
+		c.m.claims.Inc()
+		c.m.claimTime.Observe(time.Since(start).Seconds())
+		return l, nil
+	}
+}
+
+// fatal: errors that retrying cannot fix.
+func fatal(err error) bool {
+	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed) || errors.Is(err, zk.ErrInvalidACL)
+}
+
+// list reads leases/, arming the one-shot watch if none is armed: re-arming
+// on every read would add a watcher each time until the next change.
+func (s *session) list(ctx context.Context) ([]string, error) {
+	var (
+		names []string
+		w     <-chan zk.Event
+	)
+	armed := s.watch != nil
+	err := s.c.call(ctx, 0, func() (err error) {
+		if armed {
+			names, _, err = s.conn.Children(LeasesPath(s.c.cfg.Root))
+		} else {
+			names, _, w, err = s.conn.ChildrenW(LeasesPath(s.c.cfg.Root))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", LeasesPath(s.c.cfg.Root), err)
+	}
+	if !armed {
+		s.watch = w
+	}
+	return names, nil
+}
+
+// standby waits for a change of leases/ (the watch), a periodic re-list, or
+// ctx.
+func (s *session) standby(ctx context.Context) {
+	c := s.c
+	if c.getState() != StateStandby {
+		c.log.Info("every slot is held; standing by", "datacenter", c.cfg.Datacenter)
+		c.setState(StateStandby)
+	}
+	t := time.NewTimer(max(c.cfg.Renew, time.Second))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-s.watch:
+		s.watch = nil
+	case <-t.C:
+	}
+}
+
+// freeSlots are the candidate slots no lease node names.
+func (s *session) freeSlots(names []string) []snowflake.Slot {
+	held := holders(names)
+	now := time.Now()
+	lo, hi := 0, snowflake.Slots
+	if dc := s.c.cfg.Datacenter; dc >= 0 {
+		lo, hi = dc*(snowflake.MaxMachine+1), (dc+1)*(snowflake.MaxMachine+1)
+	}
+	cands := s.c.cfg.slots
+	if cands == nil {
+		for i := lo; i < hi; i++ {
+			cands = append(cands, snowflake.SlotAt(i))
+		}
+	}
+	free := make([]snowflake.Slot, 0, len(cands))
+	for _, sl := range cands {
+		if _, ok := held[sl]; ok {
+			continue
+		}
+		if until, ok := s.avoid[sl]; ok {
+			if now.Before(until) {
+				continue
+			}
+			delete(s.avoid, sl)
+		}
+		free = append(free, sl)
+	}
+	return free
+}
+
+// createLease creates the protected ephemeral sequential node of slot and
+// confirms that our current session owns it.
+func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease, error) {
+	c := s.c
+	var g [16]byte
+	_, _ = rand.Read(g[:])
+	guid := hex.EncodeToString(g[:])
+	prefix := LeasesPath(c.cfg.Root) + "/" + protectedPrefix + guid + "-" + slot.String() + "-"
+	now := time.Now()
+	data := encodeLease(leaseData{Addr: c.cfg.Advertise, HTTP: c.cfg.HTTPAdvertise, Host: hostname(),
+		PID: os.Getpid(), Version: c.cfg.Version, Since: now.UTC()})
+	sid := s.conn.SessionID()
+	var created string
+	c.creates.Add(1)
+	c.m.creates.Inc()
+	err := c.call(ctx, 0, func() (err error) {
+		created, err = s.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.acl)
+		return err
+	})
+	if err != nil {
+		if unknownOutcome(err) {
+			s.addOrphan(guid, sid)
+		}
+		return nil, fmt.Errorf("create lease node for %s: %w", slot, err)
+	}
+	var (
+		ok bool
+		st *zk.Stat
+	)
+	err = c.call(ctx, 0, func() (err error) { ok, st, err = s.conn.Exists(created); return })
+	if err != nil {
+		s.addOrphan(guid, sid)
+		return nil, fmt.Errorf("check lease node %s: %w", created, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("lease node %s vanished: its session ended", created)
+	}
+	if cur := s.conn.SessionID(); st.EphemeralOwner != cur {
+		s.deletePath(ctx, created)
+		return nil, fmt.Errorf("lease node %s belongs to session %x, not our session %x", created, st.EphemeralOwner, cur)
+	}
+	name := created[strings.LastIndex(created, "/")+1:]
+	if _, _, err := ParseLeaseName(name); err != nil {
+		s.deletePath(ctx, created)
+		return nil, err
+	}
+	return &lease{slot: slot, name: name, path: created, guid: guid, session: st.EphemeralOwner, since: now}, nil
+}
+
+func (s *session) addOrphan(guid string, sid int64) {
+	if s.orphans == nil {
+		s.orphans = map[string]int64{}
+	}
+	s.orphans[guid] = sid
+}
+
+// cleanOrphans deletes nodes of our creates whose answer was lost: such a
+// node blocks its slot for as long as our session lives.
+func (s *session) cleanOrphans(ctx context.Context, names []string) {
+	if len(s.orphans) == 0 {
+		return
+	}
+	cur := s.conn.SessionID()
+	for g, sid := range s.orphans {
+		if sid != cur {
+			delete(s.orphans, g) // that session, and its nodes, are gone
+		}
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, protectedPrefix) || len(n) < len(protectedPrefix)+32 {
+			continue
+		}
+		g := n[len(protectedPrefix) : len(protectedPrefix)+32]
+		if _, ok := s.orphans[g]; ok {
+			if s.deletePath(ctx, LeasesPath(s.c.cfg.Root)+"/"+n) {
+				delete(s.orphans, g)
+			}
+		}
+	}
+}
+
+// deleteLease deletes a lease node of ours (lost race, given up slot).
+func (s *session) deleteLease(ctx context.Context, l *lease) {
+	if !s.deletePath(ctx, l.path) {
+		s.addOrphan(l.guid, l.session)
+	}
+}
+
+// deletePath deletes a node; true if it is gone.
+func (s *session) deletePath(ctx context.Context, p string) bool {
+	err := s.c.call(ctx, 0, func() error { return s.conn.Delete(p, -1) })
+	return err == nil || errors.Is(err, zk.ErrNoNode)
+}

@@ -1,0 +1,164 @@
+package coordinator
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// A worker whose clock is behind a slot's stored reservation waits until
+// its clock is past it, and its first timestamp is above the reservation.
+func TestClockBehindReservationAtClaim(t *testing.T) {
+	zs := startZK(t)
+	rec := newRecorder()
+	a := startWorker(t, "A", pinned(testConfig(zs.Addr()), testSlot), rec)
+	a.waitReady(10 * time.Second)
+	time.Sleep(200 * time.Millisecond)
+	a.Stop()
+	obs := observer(t, zs.Addr())
+	r, _ := readSlot(t, obs, "/snowflake", testSlot)
+
+	clk := &testClock{}
+	clk.Shift(-1500 * time.Millisecond) // restarted with the clock set back
+	cfg := pinned(testConfig(zs.Addr()), testSlot)
+	cfg.Clock = clk
+	cfg.MaxSkew = time.Hour // skew has its own test
+	b := startWorker(t, "B", cfg, rec)
+	b.waitReady(10 * time.Second)
+	if now := clk.UnixNano() / 1e6; now <= r.ReservedUntilMs {
+		t.Fatalf("serving with the clock at %d, not past the reservation %d", now, r.ReservedUntilMs)
+	}
+	time.Sleep(200 * time.Millisecond)
+	hs := rec.holdings(testSlot)
+	if len(hs) != 2 || hs[1].min <= r.ReservedUntilMs {
+		t.Fatalf("holdings %+v: successor must start above the reservation %d", hs, r.ReservedUntilMs)
+	}
+	rec.checkDisjoint(t)
+}
+
+// A clock far behind the reservation (beyond MaxReservationWait): the worker
+// releases the slot rather than wait, never issues on it, and takes it once
+// its clock is right again.
+func TestClockFarBehindReservation(t *testing.T) {
+	zs := startZK(t)
+	rec := newRecorder()
+	a := startWorker(t, "A", pinned(testConfig(zs.Addr()), testSlot), rec)
+	a.waitReady(10 * time.Second)
+	time.Sleep(100 * time.Millisecond)
+	a.Stop()
+	obs := observer(t, zs.Addr())
+	r, _ := readSlot(t, obs, "/snowflake", testSlot)
+
+	clk := &testClock{}
+	clk.Shift(-time.Hour)
+	cfg := pinned(testConfig(zs.Addr()), testSlot)
+	cfg.Clock = clk
+	cfg.MaxReservationWait = time.Second
+	cfg.MaxSkew = time.Hour
+	b := startWorker(t, "B", cfg, rec)
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if b.c.Ready() || b.c.Generator() != nil {
+			t.Fatal("worker serves a slot reserved an hour past its clock")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if names, _, _ := obs.Children(LeasesPath("/snowflake")); len(names) > 1 {
+		t.Fatalf("lease nodes piling up: %v", names)
+	}
+	clk.Shift(time.Hour)
+	b.waitReady(10 * time.Second)
+	time.Sleep(100 * time.Millisecond)
+	if hs := rec.holdings(testSlot); len(hs) != 2 || hs[1].min <= r.ReservedUntilMs {
+		t.Fatalf("holdings %+v, want B above the reservation %d", hs, r.ReservedUntilMs)
+	}
+	rec.checkDisjoint(t)
+}
+
+// The clock stepped back (beyond the horizon) while holding: the stored
+// reservation never goes down, no timestamp at or below one already issued
+// is used, the lease is not ready meanwhile, and serving resumes when the
+// clock catches up. The successor still starts above everything.
+func TestClockSteppedBackWhileHolding(t *testing.T) {
+	zs := startZK(t)
+	rec := newRecorder()
+	clk := &testClock{}
+	cfg := pinned(testConfig(zs.Addr()), testSlot)
+	cfg.Clock = clk
+	cfg.MaxSkew = time.Hour
+	a := startWorker(t, "A", cfg, rec)
+	a.waitReady(10 * time.Second)
+	obs := observer(t, zs.Addr())
+
+	var stop atomic.Bool
+	decreased := make(chan string, 1)
+	go func() { // the stored reservation must never go down
+		var last int64
+		for !stop.Load() {
+			r, ok := readSlot(t, obs, "/snowflake", testSlot)
+			if ok && r.ReservedUntilMs < last {
+				decreased <- "reservation lowered from " + itoa(int(last)) + " to " + itoa(int(r.ReservedUntilMs))
+				return
+			}
+			last = max(last, r.ReservedUntilMs)
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	g := a.c.Generator()
+	before := g.LastMs()
+	clk.Shift(-3 * time.Second)
+	waitFor(t, 2*time.Second, "not ready while the clock is behind", func() bool { return !a.c.Ready() })
+	time.Sleep(time.Second) // renewals happen with the clock behind
+	if _, err := g.Next(); err == nil {
+		t.Fatal("generator issued with the clock 3s behind its last timestamp")
+	}
+	if a.c.Generator() != g {
+		t.Fatal("the lease was dropped for a clock step")
+	}
+	clk.Shift(3 * time.Second)
+	a.waitReady(5 * time.Second)
+	time.Sleep(200 * time.Millisecond)
+	stop.Store(true)
+	select {
+	case msg := <-decreased:
+		t.Fatal(msg)
+	default:
+	}
+	h := rec.holdings(testSlot)
+	if len(h) != 1 || h[0].max <= before {
+		t.Fatalf("holdings %+v: want serving resumed above %d", h, before)
+	}
+	a.Stop()
+	b := startWorker(t, "B", pinned(testConfig(zs.Addr()), testSlot), rec)
+	b.waitReady(10 * time.Second)
+	time.Sleep(100 * time.Millisecond)
+	rec.checkDisjoint(t)
+}
+
+// Skew against the ZooKeeper leader's mtime beyond MaxSkew: measured on
+// every write, exported, and the lease is not ready until it is back within
+// the bound.
+func TestClockSkew(t *testing.T) {
+	zs := startZK(t)
+	clk := &testClock{}
+	clk.Shift(2 * time.Second)
+	cfg := pinned(testConfig(zs.Addr()), testSlot)
+	cfg.Clock = clk
+	rec := newRecorder()
+	a := startWorker(t, "A", cfg, rec)
+	waitFor(t, 10*time.Second, "lease held", func() bool { return a.c.Generator() != nil })
+	waitFor(t, 5*time.Second, "skew measured", func() bool { return a.c.Status().SkewMs < -1500 })
+	if a.c.Ready() {
+		t.Fatalf("ready with a skew of %d ms (bound 500 ms)", a.c.Status().SkewMs)
+	}
+	if v := a.c.m.skewValue(); v > -1.5 {
+		t.Fatalf("exported skew %v s, want about -2", v)
+	}
+	clk.Shift(-2 * time.Second)
+	a.waitReady(5 * time.Second)
+	if s := a.c.Status().SkewMs; s < -500 || s > 500 {
+		t.Fatalf("skew %d ms after the clock was fixed", s)
+	}
+	rec.checkDisjoint(t)
+}

@@ -1,0 +1,132 @@
+package coordinator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// Config configures a Coordinator.
+type Config struct {
+	// Servers are the ZooKeeper servers, host:port each.
+	Servers []string
+	// Root is the fleet's root znode; several fleets can share an ensemble
+	// under different roots.
+	Root string
+	// Auth is "user:password" for ZooKeeper digest auth, or "" for none. With
+	// auth, every node the fleet creates is writable by that identity only
+	// and readable by the world.
+	Auth string
+	// Datacenter pins the worker to the 32 slots of one datacenter (0..31);
+	// -1 means any slot.
+	Datacenter int
+	// SessionTimeout is the ZooKeeper session timeout asked for: how long a
+	// crashed or cut-off holder keeps its slot. Pin the server's
+	// min/maxSessionTimeout so it is granted as asked.
+	SessionTimeout time.Duration
+	// Renew is how often the holder extends its reservation.
+	Renew time.Duration
+	// Horizon is how far past its clock a holder reserves timestamps: the
+	// most it can serve without reaching ZooKeeper, and the most a successor
+	// may have to wait after a crash.
+	Horizon time.Duration
+	// MaxReservationWait is how long a claimer waits for its clock to pass a
+	// slot's stored reservation; a slot needing longer (a clock behind) is
+	// released and another one tried.
+	MaxReservationWait time.Duration
+	// MaxSkew is how far the ZooKeeper leader's mtime may fall outside the
+	// local send/receive window of a write before the lease is not ready.
+	MaxSkew time.Duration
+	// ReleaseTimeout bounds the release on shutdown when ZooKeeper is slow or
+	// unreachable.
+	ReleaseTimeout time.Duration
+	// MaxRollbackWait is how far the clock may step behind the last issued
+	// timestamp for the generator to wait rather than fail fast.
+	MaxRollbackWait time.Duration
+	// Advertise is the worker's ID service address (host:port), published in
+	// the lease node for client discovery.
+	Advertise string
+	// HTTPAdvertise is the worker's admin HTTP address, published likewise.
+	HTTPAdvertise string
+	// Version is the worker's build, published in the lease node.
+	Version string
+	// Clock is the time source of the generator and of the reservations;
+	// nil means snowflake.SystemClock.
+	Clock snowflake.Clock
+
+	// slots, when set (by tests in this package), limits the candidate
+	// slots, so that a successor must take a given slot.
+	slots []snowflake.Slot
+}
+
+// DefaultConfig: session timeout 6s, renew 1s, horizon 5s, any datacenter,
+// root /snowflake.
+func DefaultConfig() Config {
+	return Config{
+		Servers:            []string{"127.0.0.1:2181"},
+		Root:               DefaultRoot,
+		Datacenter:         -1,
+		SessionTimeout:     6 * time.Second,
+		Renew:              time.Second,
+		Horizon:            5 * time.Second,
+		MaxReservationWait: 15 * time.Second,
+		MaxSkew:            time.Second,
+		ReleaseTimeout:     2 * time.Second,
+		MaxRollbackWait:    5 * time.Millisecond,
+		Clock:              snowflake.SystemClock{},
+	}
+}
+
+// Validate names the first field that is out of range.
+func (c Config) Validate() error {
+	if len(c.Servers) == 0 {
+		return fmt.Errorf("config Servers: empty; give at least one host:port")
+	}
+	for _, s := range c.Servers {
+		if strings.TrimSpace(s) == "" {
+			return fmt.Errorf("config Servers %q: contains an empty address", c.Servers)
+		}
+	}
+	if !strings.HasPrefix(c.Root, "/") || (len(c.Root) > 1 && strings.HasSuffix(c.Root, "/")) || c.Root == "/" {
+		return fmt.Errorf("config Root %q: want an absolute znode path such as /snowflake, not / and without a trailing /", c.Root)
+	}
+	if _, _, err := parseAuth(c.Auth); err != nil {
+		return fmt.Errorf("config Auth: %w", err)
+	}
+	if c.Datacenter < -1 || c.Datacenter > snowflake.MaxDatacenter {
+		return fmt.Errorf("config Datacenter %d is out of range -1..%d (-1 = any)", c.Datacenter, snowflake.MaxDatacenter)
+	}
+	if c.SessionTimeout < 200*time.Millisecond || c.SessionTimeout > 10*time.Minute {
+		return fmt.Errorf("config SessionTimeout %v is out of range 200ms..10m", c.SessionTimeout)
+	}
+	if c.Renew < 10*time.Millisecond {
+		return fmt.Errorf("config Renew %v is below 10ms", c.Renew)
+	}
+	if c.Horizon <= c.Renew {
+		return fmt.Errorf("config Horizon %v must exceed Renew %v, or the ceiling runs out between renewals", c.Horizon, c.Renew)
+	}
+	if c.Horizon > 24*time.Hour {
+		return fmt.Errorf("config Horizon %v is above 24h", c.Horizon)
+	}
+	if c.MaxReservationWait < 0 {
+		return fmt.Errorf("config MaxReservationWait %v is negative", c.MaxReservationWait)
+	}
+	if c.MaxSkew <= 0 {
+		return fmt.Errorf("config MaxSkew %v must be positive", c.MaxSkew)
+	}
+	if c.ReleaseTimeout <= 0 {
+		return fmt.Errorf("config ReleaseTimeout %v must be positive", c.ReleaseTimeout)
+	}
+	if c.MaxRollbackWait < 0 || c.MaxRollbackWait > time.Second {
+		return fmt.Errorf("config MaxRollbackWait %v is out of range 0..1s", c.MaxRollbackWait)
+	}
+	return nil
+}
+
+// callTimeout bounds one ZooKeeper call: go-zookeeper has no request
+// timeouts of its own.
+func (c Config) callTimeout() time.Duration {
+	return min(max(c.SessionTimeout/2, 200*time.Millisecond), 5*time.Second)
+}

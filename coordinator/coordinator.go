@@ -1,0 +1,294 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+var (
+	// ErrAlreadyRunning: Run was called twice on one Coordinator.
+	ErrAlreadyRunning = errors.New("coordinator is already running")
+	// ErrCallTimeout: a ZooKeeper call did not answer in time, or was
+	// abandoned on cancel; its outcome is unknown (a write may have landed).
+	ErrCallTimeout = errors.New("zookeeper call timed out")
+)
+
+// Status is a snapshot of the coordinator for /status and INFO.
+type Status struct {
+	State        string    `json:"state"`
+	Slot         string    `json:"slot,omitempty"`
+	LeaseNode    string    `json:"lease_node,omitempty"`
+	FloorMs      int64     `json:"floor_ms,omitempty"`
+	CeilingMs    int64     `json:"ceiling_ms,omitempty"`
+	LastIssuedMs int64     `json:"last_issued_ms,omitempty"`
+	Issued       uint64    `json:"issued"`
+	SkewMs       int64     `json:"skew_ms"`
+	ZKMtimeMs    int64     `json:"zk_mtime_ms,omitempty"`
+	SessionID    int64     `json:"session_id"`
+	Ready        bool      `json:"ready"`
+	Since        time.Time `json:"since"`
+	Claims       int64     `json:"claims"`
+	Creates      int64     `json:"creates"`
+	Losses       int64     `json:"losses"`
+}
+
+// Coordinator holds one slot lease for a worker. Create it with New, run it
+// with Run (an oklog/run actor), take IDs from Generator.
+type Coordinator struct {
+	cfg   Config
+	log   hclog.Logger
+	m     *metrics
+	acl   []zk.ACL
+	clock snowflake.Clock
+
+	running atomic.Bool
+	gen     atomic.Pointer[snowflake.Generator]
+	skewMs  atomic.Int64
+	mtimeMs atomic.Int64 // ZooKeeper leader's mtime of our last confirmed write
+	claims  atomic.Int64
+	creates atomic.Int64
+	losses  atomic.Int64
+	// zkState is the session state last reported by go-zookeeper.
+	zkState atomic.Int32
+	// wake is poked (never blocking) by the session event callback.
+	wake chan struct{}
+	conn atomic.Pointer[zk.Conn]
+
+	mu    sync.Mutex
+	state string
+	since time.Time
+	lease *lease // current lease, nil when none
+}
+
+// New returns a Coordinator for cfg. reg may be nil (no metrics registered).
+func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Coordinator, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = snowflake.SystemClock{}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("new coordinator: %w", err)
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	c := &Coordinator{
+		cfg: cfg, log: log, acl: ACL(cfg.Auth), clock: cfg.Clock,
+		wake: make(chan struct{}, 1), state: StateStopped, since: time.Now(),
+	}
+	if cfg.Horizon > cfg.SessionTimeout {
+		log.Warn("horizon is longer than the session timeout: a crashed holder's slot waits out the horizon",
+			"horizon", cfg.Horizon, "session_timeout", cfg.SessionTimeout)
+	}
+	c.m = newMetrics(reg, c)
+	c.m.setState(StateStopped)
+	return c, nil
+}
+
+// Generator is the current lease's generator, nil while no lease is held. A
+// generator whose lease was lost or released is sealed: it fails with
+// snowflake.ErrSealed.
+func (c *Coordinator) Generator() *snowflake.Generator { return c.gen.Load() }
+
+// Ready reports a lease held, its ceiling ahead of the clock, the clock not
+// behind the last issued timestamp, and the skew against ZooKeeper within
+// MaxSkew.
+func (c *Coordinator) Ready() bool {
+	g := c.gen.Load()
+	if g == nil || g.Sealed() {
+		return false
+	}
+	now := c.nowMs()
+	if now >= g.Ceiling() || now < g.LastMs()-c.cfg.MaxRollbackWait.Milliseconds() {
+		return false
+	}
+	skew := c.skewMs.Load()
+	return abs(skew) <= c.cfg.MaxSkew.Milliseconds()
+}
+
+// Status is a snapshot for operators.
+func (c *Coordinator) Status() Status {
+	c.mu.Lock()
+	st := Status{State: c.state, Since: c.since}
+	l := c.lease
+	c.mu.Unlock()
+	if conn := c.conn.Load(); conn != nil {
+		st.SessionID = conn.SessionID()
+	}
+	st.SkewMs = c.skewMs.Load()
+	st.ZKMtimeMs = c.mtimeMs.Load()
+	st.Claims = c.claims.Load()
+	st.Creates = c.creates.Load()
+	st.Losses = c.losses.Load()
+	if l != nil {
+		st.Slot, st.LeaseNode, st.FloorMs = l.slot.String(), l.name, l.floor
+	}
+	if g := c.gen.Load(); g != nil {
+		st.CeilingMs, st.LastIssuedMs, st.Issued = g.Ceiling(), g.LastMs(), g.Issued()
+	}
+	st.Ready = c.Ready()
+	return st
+}
+
+func (c *Coordinator) headroomSeconds() float64 {
+	g := c.gen.Load()
+	if g == nil || g.Sealed() {
+		return 0
+	}
+	return float64(g.Ceiling()-c.nowMs()) / 1000
+}
+
+func (c *Coordinator) setState(s string) {
+	c.mu.Lock()
+	if c.state != s {
+		c.state, c.since = s, time.Now()
+	}
+	c.mu.Unlock()
+	c.m.setState(s)
+}
+
+func (c *Coordinator) getState() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// onEvent runs on go-zookeeper's goroutines: it must not block nor call the
+// connection.
+func (c *Coordinator) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	c.zkState.Store(int32(ev.State))
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run claims a slot, serves it and keeps renewing; a lost lease is claimed
+// again. When ctx ends it seals the generator, releases the lease (bounded
+// by ReleaseTimeout) and returns nil. It returns an error only for what
+// retrying cannot fix: a root made for another layout, failed auth.
+func (c *Coordinator) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	defer c.setState(StateStopped)
+	c.setState(StateConnecting)
+	conn, _, err := dial(c.cfg.Servers, "", c.cfg.SessionTimeout, c.log, c.onEvent)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	defer conn.Close()
+	c.conn.Store(conn)
+	if c.cfg.Auth != "" {
+		// Retried until ZooKeeper answers: a worker may start before it.
+		if err := addAuth(ctx, conn, c.cfg.Auth); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("coordinator: %w", err)
+		}
+	}
+	s := &session{c: c, conn: conn}
+	if err := s.ensureRoot(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	for ctx.Err() == nil {
+		l, err := s.claim(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("coordinator: %w", err)
+		}
+		s.hold(ctx, l)
+	}
+	return nil
+}
+
+// session is one Run's connection and claim state.
+type session struct {
+	c    *Coordinator
+	conn *zk.Conn
+	// orphans are guids of our protected creates whose outcome was unknown:
+	// such a node may exist in our session and block its slot; any we see
+	// is deleted.
+	orphans map[string]int64
+	// avoid holds slots released for a too-long reservation wait, until when.
+	avoid map[snowflake.Slot]time.Time
+	// watch is the armed one-shot watch on leases/, if any.
+	watch <-chan zk.Event
+}
+
+// call runs fn with the coordinator's call timeout and ctx. On timeout or
+// cancel it returns without waiting; fn's results must then not be read.
+func (c *Coordinator) call(ctx context.Context, d time.Duration, fn func() error) error {
+	if d <= 0 {
+		d = c.cfg.callTimeout()
+	}
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w after %v", ErrCallTimeout, d)
+	case <-ctx.Done():
+		// Abandoned like a timeout: the outcome is unknown, and fn may
+		// still write its results.
+		return fmt.Errorf("%w: %w", ErrCallTimeout, ctx.Err())
+	}
+}
+
+func (c *Coordinator) nowMs() int64 { return c.clock.UnixNano() / int64(time.Millisecond) }
+
+// sleep waits d of real time or until ctx ends; false means ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// unknownOutcome reports errors after which a write may or may not have
+// landed.
+func unknownOutcome(err error) bool {
+	return errors.Is(err, ErrCallTimeout) || errors.Is(err, zk.ErrConnectionClosed) ||
+		errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionExpired) ||
+		errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionMoved)
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
+	}
+	return h
+}

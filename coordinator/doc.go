@@ -1,0 +1,18 @@
+// Package coordinator leases one Snowflake slot (datacenter, machine) out of
+// 1,024 from ZooKeeper and keeps a snowflake.Generator inside the timestamps
+// that lease has reserved in ZooKeeper, so that no two holders of a slot, at
+// any time, issue overlapping timestamps.
+//
+// The znode layout under the root (default /snowflake):
+//
+//	/snowflake              persistent, JSON {layout, epoch_ms, bits, created}
+//	/snowflake/leases/      ephemeral sequential (protected) nodes, one a claim:
+//	  _c_<guid>-dc07-m13-0000000042   JSON {addr, http, host, pid, version, since}
+//	/snowflake/slots/       one persistent node per slot ever used:
+//	  dc07-m13              JSON {reserved_until_ms, last_ms, holder, updated_ms}
+//
+// A Coordinator is an actor for an oklog/run group: Run claims a slot, serves
+// it through Generator, renews the reservation with a fenced Multi, and on
+// cancel seals the generator and releases the slot. ReadSlotMap and
+// WatchLeases read the same layout for operators and client discovery.
+package coordinator

@@ -1,0 +1,154 @@
+package coordinator
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// Layout names this znode layout; a root written for another layout (or
+// another ID epoch or bit split) is refused, so two incompatible fleets never
+// share a root.
+const Layout = "snowfleet/slots/v1"
+
+// DefaultRoot is the default root znode.
+const DefaultRoot = "/snowflake"
+
+// ErrLayoutMismatch: the root znode was made for another layout or epoch.
+var ErrLayoutMismatch = errors.New("root znode was made for another layout")
+
+// ErrBadLeaseName: a child of leases/ does not end in dcNN-mNN-<10 digits>.
+var ErrBadLeaseName = errors.New("not a lease node name")
+
+// RootInfo is the JSON of the root znode.
+type RootInfo struct {
+	// Layout is the layout name, Layout.
+	Layout string `json:"layout"`
+	// EpochMs is the ID epoch in Unix ms, snowflake.Epoch.
+	EpochMs int64 `json:"epoch_ms"`
+	// Bits is the ID's bit split: timestamp/datacenter/machine/sequence.
+	Bits string `json:"bits"`
+	// Created is when the root was made (informational).
+	Created time.Time `json:"created"`
+}
+
+// CurrentRootInfo is what this build writes into a new root.
+func CurrentRootInfo(now time.Time) RootInfo {
+	return RootInfo{
+		Layout:  Layout,
+		EpochMs: snowflake.Epoch,
+		Bits: fmt.Sprintf("%d/%d/%d/%d", snowflake.TimestampBits, snowflake.DatacenterBits,
+			snowflake.MachineBits, snowflake.SequenceBits),
+		Created: now.UTC(),
+	}
+}
+
+// Compatible reports whether a root written as r can be used by this build.
+func (r RootInfo) Compatible() error {
+	want := CurrentRootInfo(time.Time{})
+	if r.Layout != want.Layout || r.EpochMs != want.EpochMs || r.Bits != want.Bits {
+		return fmt.Errorf("%w: root has layout %q epoch_ms %d bits %q, this build wants layout %q epoch_ms %d bits %q",
+			ErrLayoutMismatch, r.Layout, r.EpochMs, r.Bits, want.Layout, want.EpochMs, want.Bits)
+	}
+	return nil
+}
+
+// LeasesPath is the parent of the lease nodes.
+func LeasesPath(root string) string { return path.Join(root, "leases") }
+
+// SlotsPath is the parent of the slot nodes.
+func SlotsPath(root string) string { return path.Join(root, "slots") }
+
+// SlotPath is the persistent node of one slot, e.g. /snowflake/slots/dc07-m13.
+func SlotPath(root string, s snowflake.Slot) string { return path.Join(SlotsPath(root), s.String()) }
+
+// LeasePrefix is the path a claim of slot s creates its ephemeral sequential
+// node with: the server appends a 10-digit sequence, the protected create
+// puts _c_<guid>- in front of the name.
+func LeasePrefix(root string, s snowflake.Slot) string {
+	return LeasesPath(root) + "/" + s.String() + "-"
+}
+
+// leaseTail matches a lease node name by its tail: the protected prefix in
+// front makes a plain sort by name wrong.
+var leaseTail = regexp.MustCompile(`dc(\d\d)-m(\d\d)-(\d{10})$`)
+
+// ParseLeaseName returns the slot and sequence number of a lease node name
+// (the last path element or a full path).
+func ParseLeaseName(name string) (snowflake.Slot, int64, error) {
+	name = path.Base(name)
+	m := leaseTail.FindStringSubmatch(name)
+	if m == nil {
+		return snowflake.Slot{}, 0, fmt.Errorf("%w: %q", ErrBadLeaseName, name)
+	}
+	dc, _ := strconv.Atoi(m[1])
+	mc, _ := strconv.Atoi(m[2])
+	seq, _ := strconv.ParseInt(m[3], 10, 64)
+	s := snowflake.Slot{Datacenter: dc, Machine: mc}
+	if err := s.Validate(); err != nil {
+		return snowflake.Slot{}, 0, fmt.Errorf("%w: %q: %w", ErrBadLeaseName, name, err)
+	}
+	return s, seq, nil
+}
+
+// leaseData is the JSON of a lease node.
+type leaseData struct {
+	Addr    string    `json:"addr"`
+	HTTP    string    `json:"http"`
+	Host    string    `json:"host"`
+	PID     int       `json:"pid"`
+	Version string    `json:"version"`
+	Since   time.Time `json:"since"`
+}
+
+// slotData is the JSON of a slot node. reserved_until and updated repeat
+// the ms fields as times for a person reading the node in zkCli; readers use
+// the ms fields.
+type slotData struct {
+	ReservedUntilMs int64  `json:"reserved_until_ms"`
+	LastMs          int64  `json:"last_ms"`
+	Holder          string `json:"holder"`
+	UpdatedMs       int64  `json:"updated_ms"`
+	ReservedUntil   string `json:"reserved_until,omitempty"`
+	Updated         string `json:"updated,omitempty"`
+}
+
+func encodeSlot(r SlotRecord) []byte {
+	d := slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs}
+	if r.ReservedUntilMs > 0 {
+		d.ReservedUntil = time.UnixMilli(r.ReservedUntilMs).UTC().Format(time.RFC3339Nano)
+	}
+	if r.UpdatedMs > 0 {
+		d.Updated = time.UnixMilli(r.UpdatedMs).UTC().Format(time.RFC3339Nano)
+	}
+	b, _ := json.MarshalIndent(d, "", "  ")
+	return b
+}
+
+func decodeSlot(b []byte) (SlotRecord, error) {
+	var d slotData
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return SlotRecord{}, nil
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return SlotRecord{}, fmt.Errorf("decode slot node: %w", err)
+	}
+	return SlotRecord{ReservedUntilMs: d.ReservedUntilMs, LastMs: d.LastMs, Holder: d.Holder, UpdatedMs: d.UpdatedMs}, nil
+}
+
+func encodeLease(d leaseData) []byte {
+	b, _ := json.MarshalIndent(d, "", "  ")
+	return b
+}
+
+func encodeRoot(r RootInfo) []byte {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return b
+}

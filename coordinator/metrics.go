@@ -1,0 +1,115 @@
+package coordinator
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// States a Coordinator reports in Status and the lease_state metric.
+const (
+	StateConnecting   = "connecting"
+	StateClaiming     = "claiming"
+	StateStandby      = "standby"
+	StateServing      = "serving"
+	StateDisconnected = "disconnected"
+	StateReleasing    = "releasing"
+	StateStopped      = "stopped"
+)
+
+var allStates = []string{StateConnecting, StateClaiming, StateStandby, StateServing,
+	StateDisconnected, StateReleasing, StateStopped}
+
+type metrics struct {
+	state       *prometheus.GaugeVec
+	claims      prometheus.Counter
+	creates     prometheus.Counter
+	losses      *prometheus.CounterVec
+	renew       prometheus.Histogram
+	renewErrors *prometheus.CounterVec
+	claimTime   prometheus.Histogram
+	skew        prometheus.Gauge
+	headroom    prometheus.GaugeFunc
+	ready       prometheus.GaugeFunc
+}
+
+func newMetrics(reg prometheus.Registerer, c *Coordinator) *metrics {
+	m := &metrics{
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snowflake_coordinator_lease_state",
+			Help: "1 for the lease state the coordinator is in, 0 for the others.",
+		}, []string{"state"}),
+		claims: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_coordinator_claims_total",
+			Help: "Slots claimed: lease node won and reservation confirmed.",
+		}),
+		creates: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_coordinator_lease_creates_total",
+			Help: "Lease nodes created (a claim that loses a race creates another).",
+		}),
+		losses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snowflake_coordinator_lease_losses_total",
+			Help: "Leases lost, by reason (expired, node_gone, taken).",
+		}, []string{"reason"}),
+		renew: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "snowflake_coordinator_renew_duration_seconds",
+			Help:    "Latency of the fenced reservation write (Multi).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		renewErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snowflake_coordinator_renew_errors_total",
+			Help: "Reservation writes that failed, by kind (unknown, bad_version, lost).",
+		}, []string{"kind"}),
+		claimTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "snowflake_coordinator_claim_duration_seconds",
+			Help:    "Time from starting to claim until serving, including waits for stored reservations.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}),
+		skew: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snowflake_coordinator_clock_skew_seconds",
+			Help: "ZooKeeper leader mtime minus the local clock, outside the write's send/receive window (0 inside).",
+		}),
+	}
+	m.headroom = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "snowflake_coordinator_ceiling_headroom_seconds",
+		Help: "Confirmed ceiling minus the local clock: how long the worker can serve without ZooKeeper.",
+	}, c.headroomSeconds)
+	m.ready = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "snowflake_coordinator_ready",
+		Help: "1 while the lease is held, the ceiling is ahead and the skew is within bound.",
+	}, func() float64 {
+		if c.Ready() {
+			return 1
+		}
+		return 0
+	})
+	for _, s := range allStates {
+		m.state.WithLabelValues(s)
+	}
+	for _, r := range []string{"expired", "node_gone", "taken"} {
+		m.losses.WithLabelValues(r)
+	}
+	if reg != nil {
+		reg.MustRegister(m.state, m.claims, m.creates, m.losses, m.renew, m.renewErrors,
+			m.claimTime, m.skew, m.headroom, m.ready)
+	}
+	return m
+}
+
+func (m *metrics) setState(s string) {
+	for _, x := range allStates {
+		v := 0.0
+		if x == s {
+			v = 1
+		}
+		m.state.WithLabelValues(x).Set(v)
+	}
+}
+
+// skewValue is the exported skew in seconds.
+func (m *metrics) skewValue() float64 {
+	var d dto.Metric
+	if err := m.skew.Write(&d); err != nil {
+		return 0
+	}
+	return d.GetGauge().GetValue()
+}

@@ -1,0 +1,274 @@
+// Package zktest runs a real ZooKeeper server (Debian's zookeeper package,
+// started with java) for tests, and a loopback TCP proxy that can cut one
+// client off while the server keeps running. Tests of coordination run
+// against these, never against a fake of ZooKeeper.
+package zktest
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Jar is the ZooKeeper server jar of Debian's zookeeper package; its manifest
+// pulls the rest of the classpath from /usr/share/java.
+const Jar = "/usr/share/java/zookeeper.jar"
+
+// logJar gives the server an slf4j binding so its warnings reach the log file.
+const logJar = "/usr/share/java/slf4j-simple.jar"
+
+// Options tune the server. The zero value of a field means its default.
+type Options struct {
+	// TickTime is ZooKeeper's basic time unit; sessions are expired in ticks.
+	// Default 100ms, so a session times out within about a tick of its timeout.
+	TickTime time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the timeout the server
+	// grants. go-zookeeper does not expose the negotiated value, so both are
+	// pinned wide (default 200ms..60s) and the server grants what the client
+	// asks for.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxClientCnxns is the connection limit per client IP; default 0
+	// (unlimited: a simulation opens a thousand sessions from loopback).
+	MaxClientCnxns int
+	// StartTimeout bounds the wait for the server to serve; default 30s.
+	StartTimeout time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.TickTime == 0 {
+		o.TickTime = 100 * time.Millisecond
+	}
+	if o.MinSessionTimeout == 0 {
+		o.MinSessionTimeout = 2 * o.TickTime
+	}
+	if o.MaxSessionTimeout == 0 {
+		o.MaxSessionTimeout = 60 * time.Second
+	}
+	if o.StartTimeout == 0 {
+		o.StartTimeout = 30 * time.Second
+	}
+}
+
+// Server is one standalone ZooKeeper server on a loopback port.
+type Server struct {
+	t       testing.TB
+	opts    Options
+	dir     string
+	port    int
+	logPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	log    *os.File
+	exited chan struct{}
+}
+
+// Start runs a ZooKeeper server with default options on a free loopback port
+// and stops it when the test ends. Without java or ZooKeeper the test is
+// skipped, or fails when CI=true.
+func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	Require(t)
+	opts.defaults()
+	s := &Server{t: t, opts: opts, dir: t.TempDir()}
+	s.logPath = filepath.Join(s.dir, "zookeeper.log")
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("zktest: pick a free port: %v", err)
+	}
+	s.port = port
+	if err := s.writeConfig(); err != nil {
+		t.Fatalf("zktest: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	if err := s.start(); err != nil {
+		t.Fatalf("zktest: %v", err)
+	}
+	return s
+}
+
+// Require skips the test (fails it with CI=true) when java or the ZooKeeper
+// jar is missing.
+func Require(t testing.TB) {
+	t.Helper()
+	var missing []string
+	if _, err := exec.LookPath("java"); err != nil {
+		missing = append(missing, "java (apt-get install default-jre-headless)")
+	}
+	if _, err := os.Stat(Jar); err != nil {
+		missing = append(missing, Jar+" (apt-get install zookeeper)")
+	}
+	if len(missing) == 0 {
+		return
+	}
+	msg := "zktest: a real ZooKeeper is needed; missing: " + strings.Join(missing, ", ")
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// Addr is the server's client address, 127.0.0.1:port.
+func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
+
+// DataDir is the server's data directory, kept across Restart.
+func (s *Server) DataDir() string { return filepath.Join(s.dir, "data") }
+
+// LogPath is the file that receives the server's output.
+func (s *Server) LogPath() string { return s.logPath }
+
+// Options are the options the server runs with, defaults filled in.
+func (s *Server) Options() Options { return s.opts }
+
+func (s *Server) writeConfig() error {
+	if err := os.MkdirAll(s.DataDir(), 0o755); err != nil {
+		return fmt.Errorf("make data dir: %w", err)
+	}
+	cfg := fmt.Sprintf(`tickTime=%d
+minSessionTimeout=%d
+maxSessionTimeout=%d
+dataDir=%s
+clientPort=%d
+clientPortAddress=127.0.0.1
+maxClientCnxns=%d
+admin.enableServer=false
+4lw.commands.whitelist=srvr,ruok,cons,stat
+forceSync=no
+globalOutstandingLimit=100000
+`, s.opts.TickTime.Milliseconds(), s.opts.MinSessionTimeout.Milliseconds(),
+		s.opts.MaxSessionTimeout.Milliseconds(), s.DataDir(), s.port, s.opts.MaxClientCnxns)
+	return os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg), 0o644)
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return nil
+	}
+	logf, err := os.OpenFile(s.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open server log: %w", err)
+	}
+	cp := "/etc/zookeeper/conf:" + Jar
+	if _, err := os.Stat(logJar); err == nil {
+		cp += ":" + logJar
+	}
+	cmd := exec.Command("java",
+		"-Xmx512m", "-XX:+UseSerialGC", "-Xshare:auto",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-Dzookeeper.admin.enableServer=false",
+		"-cp", cp,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain",
+		filepath.Join(s.dir, "zoo.cfg"))
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// The server dies with the test binary even if cleanup never runs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start java: %w", err)
+	}
+	exited := make(chan struct{})
+	s.cmd, s.log, s.exited = cmd, logf, exited
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(s.opts.StartTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			s.cmd = nil
+			logf.Close()
+			return fmt.Errorf("zookeeper exited at start; log %s:\n%s", s.logPath, tail(s.logPath))
+		default:
+		}
+		if out, err := FourLetter(s.Addr(), "srvr", time.Second); err == nil && strings.Contains(out, "Mode:") {
+			s.t.Logf("zktest: zookeeper serving on %s (pid %d, tickTime %v)", s.Addr(), cmd.Process.Pid, s.opts.TickTime)
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("zookeeper on %s not serving after %v; log %s:\n%s", s.Addr(), s.opts.StartTimeout, s.logPath, tail(s.logPath))
+}
+
+// Stop kills the server (SIGKILL, like a crash; the data dir stays). It is
+// safe to call twice.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	_ = s.cmd.Process.Kill()
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		s.t.Logf("zktest: zookeeper pid %d did not exit after SIGKILL", s.cmd.Process.Pid)
+	}
+	s.log.Close()
+	s.cmd, s.log = nil, nil
+}
+
+// Restart stops the server and starts it again on the same port with the same
+// data dir: sessions and their ephemeral nodes survive.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("zktest: restart: %v", err)
+	}
+}
+
+// Start starts a stopped server again (same port, same data dir).
+func (s *Server) Start() {
+	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("zktest: start: %v", err)
+	}
+}
+
+// FourLetter sends a four-letter command (srvr, ruok, cons, stat) and returns
+// the answer.
+func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(bufio.NewReader(c))
+	return buf.String(), err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
