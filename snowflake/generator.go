@@ -2,7 +2,6 @@ package snowflake
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -96,11 +95,19 @@ type Generator struct {
 	maxBack int64 // MaxRollbackWait in ms
 	clock   Clock
 
-	// The gate lets one goroutine sleep until the next millisecond while the
-	// others wait on it: 64 waiting goroutines cost one sleep, not 64.
-	gateMu     sync.Mutex
-	gateCh     chan struct{}
-	gateTarget int64
+	// gate lets one goroutine sleep until the next millisecond while the
+	// others wait on it: 64 waiting goroutines cost one sleep, not 64. It is
+	// swapped with a CAS, not guarded by a mutex, because all waiters arrive
+	// at once when a millisecond is used up and a contended mutex parks them
+	// twice.
+	gate atomic.Pointer[gate]
+}
+
+// gate is one sleep until a millisecond (since Epoch): done is closed when
+// the sleeper wakes.
+type gate struct {
+	target int64
+	done   chan struct{}
 }
 
 // NewGenerator returns a generator for cfg.
@@ -200,26 +207,23 @@ func (g *Generator) id(s int64) int64 {
 }
 
 // waitUntil returns once the clock has reached ms (since Epoch). The first
-// goroutine to wait for a millisecond sleeps; later ones wait on it.
+// goroutine to wait for a millisecond sleeps; later ones wait on it. A gate
+// whose sleep is over stays in place (its done closed) until a later
+// millisecond replaces it.
 func (g *Generator) waitUntil(ms, nowNs int64) {
-	g.gateMu.Lock()
-	if ch := g.gateCh; ch != nil && g.gateTarget >= ms {
-		g.gateMu.Unlock()
-		<-ch
-		return
+	for {
+		cur := g.gate.Load()
+		if cur != nil && cur.target >= ms {
+			<-cur.done
+			return
+		}
+		next := &gate{target: ms, done: make(chan struct{})}
+		if g.gate.CompareAndSwap(cur, next) {
+			g.clock.Sleep(time.Duration(ms*int64(time.Millisecond) - nowNs))
+			close(next.done)
+			return
+		}
 	}
-	ch := make(chan struct{})
-	g.gateCh, g.gateTarget = ch, ms
-	g.gateMu.Unlock()
-
-	g.clock.Sleep(time.Duration(ms*int64(time.Millisecond) - nowNs))
-
-	g.gateMu.Lock()
-	if g.gateCh == ch {
-		g.gateCh = nil
-	}
-	g.gateMu.Unlock()
-	close(ch)
 }
 
 // SetCeiling raises the highest Unix ms timestamp the generator may issue.

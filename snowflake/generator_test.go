@@ -131,7 +131,7 @@ func TestNextNContiguous(t *testing.T) {
 
 func TestConcurrentStrictlyIncreasingPerGoroutineAndUnique(t *testing.T) {
 	g := newGen(t, nil)
-	const workers, each = 16, 20000
+	const workers, each = 16, 5000
 	results := make([][]int64, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
