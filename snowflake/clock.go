@@ -1,9 +1,7 @@
 package snowflake
 
 import (
-	"syscall"
 	"time"
-	"unsafe"
 )
 
 // Clock is the generator's source of time. Tests inject one that they can step
@@ -26,10 +24,9 @@ func (SystemClock) UnixNano() int64 { return time.Now().UnixNano() }
 // Sleep implements Clock. The Go runtime rounds short timer sleeps up to a
 // whole millisecond when it is idle, which would cost an eighth of the
 // format's throughput, and a scheduler-aware syscall doubles the CPU of each
-// wakeup (its P is handed to another thread). Waits shorter than 2 ms are a
-// raw nanosleep(2) on this thread instead: it holds its P for at most that
-// long, and only the one goroutine that waits for a generator's next
-// millisecond does it.
+// wakeup (its P is handed to another thread). Waits shorter than 2 ms are
+// therefore a raw sleep on this thread (sleepShort); longer ones are
+// time.Sleep.
 func (SystemClock) Sleep(d time.Duration) {
 	if d <= 0 {
 		return
@@ -38,11 +35,5 @@ func (SystemClock) Sleep(d time.Duration) {
 		time.Sleep(d)
 		return
 	}
-	ts := syscall.NsecToTimespec(int64(d))
-	for {
-		_, _, errno := syscall.RawSyscall(syscall.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), uintptr(unsafe.Pointer(&ts)), 0)
-		if errno != syscall.EINTR {
-			return
-		}
-	}
+	sleepShort(d)
 }

@@ -208,14 +208,20 @@ func (g *Generator) id(s int64) int64 {
 
 // waitUntil returns once the clock has reached ms (since Epoch). The first
 // goroutine to wait for a millisecond sleeps; later ones wait on it. A gate
-// whose sleep is over stays in place (its done closed) until a later
-// millisecond replaces it.
+// whose sleep is over stays in place (its done closed) until the next
+// sleeper replaces it.
 func (g *Generator) waitUntil(ms, nowNs int64) {
 	for {
 		cur := g.gate.Load()
 		if cur != nil && cur.target >= ms {
-			<-cur.done
-			return
+			select {
+			case <-cur.done:
+				// That sleep is over, yet the clock is still short of ms
+				// (it was stepped back, or slept short): sleep again.
+			default:
+				<-cur.done
+				return
+			}
 		}
 		next := &gate{target: ms, done: make(chan struct{})}
 		if g.gate.CompareAndSwap(cur, next) {
