@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin
 PKGS     := ./...
 
-.PHONY: all build test bench lint sim bench-server images up down integration check clean
+.PHONY: all build test bench lint sim bench-server bench-worker fuzz images images-clean up down integration check clean
 
 all: build
 
@@ -14,6 +14,7 @@ build:
 ## test: unit and ZooKeeper tests, race detector on (starts its own ZooKeeper)
 test:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -tags chaos -run Chaos ./cmd/snowflaked/
 
 ## bench: the generator against bwmarrin/snowflake, side by side
 bench:
@@ -25,6 +26,8 @@ lint:
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	$(GO) vet -tags sim ./coordinator/
+	$(GO) vet -tags chaos ./cmd/snowflaked/
+	$(GO) vet -tags integration ./integration/
 
 ## sim: 1,024 claimers against one local ZooKeeper (a simulation, not a test)
 sim:
@@ -33,6 +36,14 @@ sim:
 ## bench-server: snowflaked against Redis INCR with redis-benchmark
 bench-server:
 	deploy/bench-server.sh
+
+## bench-worker: Go benchmarks of the RESP server over loopback
+bench-worker:
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./worker/
+
+## fuzz: the RESP parser (seed corpus in worker/testdata/fuzz)
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./worker/
 
 ## images: the worker and ZooKeeper images, built offline
 images:
@@ -46,12 +57,17 @@ up:
 down:
 	deploy/down.sh
 
+## images-clean: drop the images and the cached Debian rootfs (the next build is cold)
+images-clean:
+	-docker image rm snowfleet/snowflaked:latest snowfleet/snowflaked:chaos snowfleet/zookeeper:3.8 snowfleet/zookeeper-base:bookworm
+	rm -rf $${XDG_CACHE_HOME:-$$HOME/.cache}/snowfleet
+
 ## integration: the docker-compose chaos suite
 integration:
 	$(GO) test -tags integration -count=1 -timeout 25m -v ./integration/
 
 ## check: what CI runs
-check: lint test
+check: lint test integration
 
 clean:
 	rm -rf $(BIN)

@@ -31,6 +31,10 @@ func commands() map[string]command {
 	return map[string]command{
 		"encode": {summary: "build an ID from its fields", run: runEncode},
 		"decode": {summary: "split IDs into their fields", run: runDecode},
+		"slots":  {summary: "show the live slot map from ZooKeeper", run: runSlots},
+		"next":   {summary: "fetch IDs from the fleet", run: runNext},
+		"bench":  {summary: "benchmark workers with pipelined NEXTID/NEXTIDS", run: runBench},
+		"health": {summary: "exit 0 when a worker's /readyz answers 200 (container health checks)", run: runHealth},
 	}
 }
 

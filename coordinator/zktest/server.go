@@ -7,11 +7,14 @@ package zktest
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -84,7 +87,7 @@ func StartWith(t testing.TB, opts Options) *Server {
 	opts.defaults()
 	s := &Server{t: t, opts: opts, dir: t.TempDir()}
 	s.logPath = filepath.Join(s.dir, "zookeeper.log")
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		t.Fatalf("zktest: pick a free port: %v", err)
 	}
@@ -256,13 +259,29 @@ func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
 	return buf.String(), err
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// FreePort returns a loopback port free at the time of the call. It is
+// below Linux's ephemeral range (32768-60999), so the kernel never hands it
+// to another process's connect or listen(":0") before the caller binds it;
+// only another caller of FreePort could take it, one in 12,000.
+func FreePort() (int, error) {
+	for i := 0; i < 100; i++ {
+		port := 20000 + rand.IntN(12000)
+		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			l.Close()
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no free loopback port in 20000..31999 after 100 tries")
+}
+
+// FreeAddr is FreePort as 127.0.0.1:port, failing the test if none is found.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatalf("zktest: %v", err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 func tail(path string) string {

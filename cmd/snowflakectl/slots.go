@@ -1,0 +1,272 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// totalSlots is the number of (datacenter, machine) slots of the layout.
+const totalSlots = 1024
+
+// zkFlags are the ZooKeeper flags shared by slots, next and bench; each
+// defaults from the environment variable snowflaked reads for it.
+type zkFlags struct {
+	servers, root, auth string
+}
+
+func (z *zkFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&z.servers, "zk", envOr("SNOWFLAKE_ZK", "127.0.0.1:2181"),
+		"ZooKeeper `servers`, comma-separated host:port (env SNOWFLAKE_ZK)")
+	fs.StringVar(&z.root, "zk-root", envOr("SNOWFLAKE_ZK_ROOT", coordinator.DefaultRoot),
+		"the fleet's root `znode` (env SNOWFLAKE_ZK_ROOT)")
+	fs.StringVar(&z.auth, "zk-auth", os.Getenv("SNOWFLAKE_ZK_AUTH"),
+		"ZooKeeper digest auth `user:password` (env SNOWFLAKE_ZK_AUTH); the slot map is world-readable, so rarely needed")
+}
+
+// check returns the server list, or a usage error naming the flag.
+func (z *zkFlags) check() ([]string, error) {
+	servers := splitList(z.servers)
+	if len(servers) == 0 {
+		return nil, errors.New("--zk is empty; give host:port[,host:port...]")
+	}
+	for _, s := range servers {
+		if !strings.Contains(s, ":") {
+			return nil, fmt.Errorf("--zk entry %q is not host:port", s)
+		}
+	}
+	if !strings.HasPrefix(z.root, "/") || (len(z.root) > 1 && strings.HasSuffix(z.root, "/")) {
+		return nil, fmt.Errorf("--zk-root %q must be an absolute znode path like /snowflake", z.root)
+	}
+	if z.auth != "" && !strings.Contains(z.auth, ":") {
+		return nil, errors.New("--zk-auth must be user:password")
+	}
+	return servers, nil
+}
+
+// readSlotMap reads the slot map, bounded by timeout: go-zookeeper has no
+// call timeouts of its own and would wait for an unreachable ensemble.
+func (z *zkFlags) readSlotMap(servers []string, timeout time.Duration) (coordinator.SlotMap, error) {
+	conn, err := coordinator.Dial(servers, z.auth, max(timeout, 2*time.Second), hclog.NewNullLogger())
+	if err != nil {
+		return coordinator.SlotMap{}, err
+	}
+	defer conn.Close()
+	type result struct {
+		m   coordinator.SlotMap
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := coordinator.ReadSlotMap(conn, z.root)
+		done <- result{m, err}
+	}()
+	select {
+	case r := <-done:
+		return r.m, r.err
+	case <-time.After(timeout):
+		return coordinator.SlotMap{}, fmt.Errorf("zookeeper %s did not answer within %v (--timeout)", strings.Join(servers, ","), timeout)
+	}
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// slotRow is one slot of the map, as printed and as JSON.
+type slotRow struct {
+	Slot string `json:"slot"`
+	// Held: a live lease node holds the slot; the lease fields are set.
+	Held      bool       `json:"held"`
+	Addr      string     `json:"addr,omitempty"`
+	HTTP      string     `json:"http,omitempty"`
+	Host      string     `json:"host,omitempty"`
+	PID       int        `json:"pid,omitempty"`
+	Version   string     `json:"version,omitempty"`
+	LeaseNode string     `json:"lease_node,omitempty"`
+	Since     *time.Time `json:"since,omitempty"`
+	// The slot node's record, when the slot was ever used.
+	ReservedUntilMs int64  `json:"reserved_until_ms,omitempty"`
+	LastMs          int64  `json:"last_ms,omitempty"`
+	UpdatedMs       int64  `json:"updated_ms,omitempty"`
+	Writer          string `json:"writer,omitempty"`
+	// AheadMs is reserved_until - now; IdleMs is now - last_ms.
+	AheadMs *int64 `json:"ahead_ms,omitempty"`
+	IdleMs  *int64 `json:"idle_ms,omitempty"`
+}
+
+// slotsReport is the --json output.
+type slotsReport struct {
+	Root  string    `json:"root"`
+	NowMs int64     `json:"now_ms"`
+	Held  int       `json:"held"`
+	Free  int       `json:"free"`
+	Used  int       `json:"used"`
+	Slots []slotRow `json:"slots"`
+}
+
+func runSlots(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("slots", "[--zk HOST:PORT,...] [--zk-root /snowflake] [--all] [--json]",
+		"Shows the live slot map from ZooKeeper: which worker holds which slot, its\n"+
+			"reservation and its last issued timestamp, then how many of the 1024 slots\n"+
+			"are held and free. AHEAD is reserved_until - now (how far the holder's\n"+
+			"confirmed reservation runs ahead of this machine's clock; negative means it\n"+
+			"stopped renewing). IDLE is now - last issued (as of the holder's last renew).")
+	var z zkFlags
+	z.register(fs)
+	all := fs.Bool("all", false, "also list slots used before but not held now")
+	asJSON := fs.Bool("json", false, "print one JSON object {root, now_ms, held, free, used, slots: [...]}")
+	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and reading the map")
+	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
+		return rc
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "slots", "unexpected argument %q", fs.Arg(0))
+	}
+	servers, err := z.check()
+	if err != nil {
+		return usageError(stderr, "slots", "%v", err)
+	}
+	if *timeout <= 0 {
+		return usageError(stderr, "slots", "--timeout %v must be positive", *timeout)
+	}
+	m, err := z.readSlotMap(servers, *timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "snowflakectl slots: read the slot map: %v\n", err)
+		if errors.Is(err, zk.ErrNoAuth) {
+			fmt.Fprintln(stderr, "snowflakectl slots: the root is not world-readable; pass --zk-auth")
+		}
+		return exitFailure
+	}
+	rep := buildSlotsReport(m, z.root, time.Now(), *all)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			fmt.Fprintf(stderr, "snowflakectl slots: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
+	}
+	printSlots(stdout, rep, strings.Join(servers, ","))
+	return exitOK
+}
+
+func buildSlotsReport(m coordinator.SlotMap, root string, now time.Time, all bool) slotsReport {
+	nowMs := now.UnixMilli()
+	rep := slotsReport{Root: root, NowMs: nowMs, Held: len(m.Leases), Free: totalSlots - len(m.Leases), Used: len(m.Slots), Slots: []slotRow{}}
+	held := make(map[snowflake.Slot]bool, len(m.Leases))
+	addRecord := func(r *slotRow, s snowflake.Slot) {
+		rec, ok := m.Slots[s]
+		if !ok {
+			return
+		}
+		ahead, idle := rec.ReservedUntilMs-nowMs, nowMs-rec.LastMs
+		r.ReservedUntilMs, r.LastMs, r.UpdatedMs, r.Writer = rec.ReservedUntilMs, rec.LastMs, rec.UpdatedMs, rec.Holder
+		r.AheadMs = &ahead
+		if rec.LastMs > 0 {
+			r.IdleMs = &idle
+		}
+	}
+	for _, l := range m.Leases {
+		held[l.Slot] = true
+		r := slotRow{Slot: l.Slot.String(), Held: true, Addr: l.Addr, HTTP: l.HTTP, Host: l.Host, PID: l.PID,
+			Version: l.Version, LeaseNode: l.Node}
+		if !l.Since.IsZero() {
+			since := l.Since.UTC()
+			r.Since = &since
+		}
+		addRecord(&r, l.Slot)
+		rep.Slots = append(rep.Slots, r)
+	}
+	if all {
+		for s := range m.Slots {
+			if held[s] {
+				continue
+			}
+			r := slotRow{Slot: s.String()}
+			addRecord(&r, s)
+			rep.Slots = append(rep.Slots, r)
+		}
+	}
+	sort.Slice(rep.Slots, func(i, j int) bool { return rep.Slots[i].Slot < rep.Slots[j].Slot })
+	return rep
+}
+
+func printSlots(w io.Writer, rep slotsReport, servers string) {
+	fmt.Fprintf(w, "slot map of %s on %s at %s (AHEAD = reserved_until - now; IDLE = now - last issued)\n",
+		rep.Root, servers, time.UnixMilli(rep.NowMs).UTC().Format(msTime))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLOT\tADDR\tHOST\tPID\tHELD SINCE\tRESERVED UNTIL\tAHEAD\tLAST ISSUED\tIDLE")
+	for _, r := range rep.Slots {
+		addr, host, pid, since := "-", "-", "-", "-"
+		if r.Held {
+			addr, host, pid = orDash(r.Addr), orDash(r.Host), fmt.Sprint(r.PID)
+			if r.Since != nil {
+				since = r.Since.Format(secTime)
+			}
+		} else {
+			addr = "(free)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Slot, addr, host, pid, since,
+			msOrDash(r.ReservedUntilMs), durOrDash(r.AheadMs, true), msOrDash(r.LastMs), durOrDash(r.IdleMs, false))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "held %d, free %d (of %d); %d slots ever used\n", rep.Held, rep.Free, totalSlots, rep.Used)
+}
+
+const (
+	msTime  = "2006-01-02T15:04:05.000Z"
+	secTime = "2006-01-02T15:04:05Z"
+)
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func msOrDash(ms int64) string {
+	if ms <= 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format(msTime)
+}
+
+func durOrDash(ms *int64, signed bool) string {
+	if ms == nil {
+		return "-"
+	}
+	d := (time.Duration(*ms) * time.Millisecond).String()
+	if signed && *ms >= 0 {
+		d = "+" + d
+	}
+	return d
+}

@@ -1,0 +1,199 @@
+// Command snowflaked is a snowfleet worker: it leases one Snowflake slot from
+// ZooKeeper and serves IDs for it over the Redis protocol, with an admin
+// HTTP server beside it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	oklog "github.com/oklog/run"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/worker"
+)
+
+// version is stamped at build time: go build -ldflags "-X main.version=v1.2.3".
+var version = ""
+
+func main() { os.Exit(run()) }
+
+func run() int { return runArgs(os.Args[1:], os.Stdout, os.Stderr) }
+
+// runArgs is the daemon: 0 after a signal and a clean release, 1 on a
+// runtime failure, 2 on bad flags.
+func runArgs(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stdout)
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "snowflaked: %v\n", err)
+		return 2
+	}
+	if o.showVersion {
+		fmt.Fprintln(stdout, "snowflaked", buildVersion())
+		return 0
+	}
+	log := hclog.New(&hclog.LoggerOptions{
+		Name: "snowflaked", Level: hclog.LevelFromString(o.logLevel),
+		JSONFormat: o.logFormat == "json", Output: stderr,
+	})
+	d, err := newDaemon(o, log)
+	if err != nil {
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(stderr, "snowflaked: %v\n", err)
+			return 2
+		}
+		log.Error("cannot start", "error", err)
+		return 1
+	}
+	if err := d.run(); err != nil {
+		log.Error("stopped", "error", err)
+		return 1
+	}
+	log.Info("stopped")
+	return 0
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// daemon is the wired process: listeners, coordinator, server.
+type daemon struct {
+	log     hclog.Logger
+	ln      net.Listener
+	httpLn  net.Listener
+	coord   *coordinator.Coordinator
+	srv     *worker.Server
+	httpSrv *http.Server
+	drain   time.Duration
+}
+
+func newDaemon(o options, log hclog.Logger) (*daemon, error) {
+	cc := coordinator.DefaultConfig()
+	cc.Servers, cc.Root, cc.Auth, cc.Datacenter = servers(o.zk), o.zkRoot, o.zkAuth, o.datacenter
+	cc.SessionTimeout, cc.Renew, cc.Horizon = o.sessionTimeout, o.renew, o.horizon
+	cc.MaxSkew, cc.ReleaseTimeout = o.maxSkew, o.release
+	cc.Version = buildVersion()
+	if err := cc.Validate(); err != nil {
+		return nil, flagError(err, o)
+	}
+	wc := worker.DefaultConfig()
+	wc.Listen, wc.Version = o.listen, buildVersion()
+	wc.MaxConns, wc.IdleTimeout, wc.ReadTimeout, wc.WriteTimeout, wc.DrainTimeout = o.maxConns, o.idle, o.read, o.write, o.drain
+	if err := wc.Validate(); err != nil {
+		return nil, flagError(err, o)
+	}
+	// Made only for a valid configuration: the chaos build's clock logs
+	// and watches a file.
+	clock, err := newClock(log)
+	if err != nil {
+		return nil, usagef("clock: %v", err)
+	}
+	cc.Clock, wc.Clock = clock, clock
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen --listen %s: %w", o.listen, err)
+	}
+	httpLn, err := net.Listen("tcp", o.http)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("listen --http %s: %w", o.http, err)
+	}
+	// Published only once the ports are bound, so :0 advertises the real port.
+	cc.Advertise = o.advertise
+	if cc.Advertise == "" {
+		cc.Advertise = advertised(ln.Addr())
+	}
+	cc.HTTPAdvertise = advertised(httpLn.Addr())
+	wc.Advertise, wc.Listen = cc.Advertise, ln.Addr().String()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
+	if err == nil {
+		var srv *worker.Server
+		srv, err = worker.New(wc, coord, log.Named("worker"), reg)
+		if err == nil {
+			log.Info("starting", "version", cc.Version, "listen", ln.Addr().String(), "http", httpLn.Addr().String(),
+				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
+			return &daemon{
+				log: log, ln: ln, httpLn: httpLn, coord: coord, srv: srv, drain: wc.DrainTimeout,
+				httpSrv: &http.Server{Handler: srv.Handler(reg), ReadHeaderTimeout: 5 * time.Second},
+			}, nil
+		}
+	}
+	ln.Close()
+	httpLn.Close()
+	return nil, err
+}
+
+// run is the one oklog/run group. Interrupts run in the order the actors
+// were added: the ID server drains first (blocking, bounded), only then is
+// the lease released, so no request is cut off and the successor starts
+// at once.
+func (d *daemon) run() error {
+	var g oklog.Group
+	// ID server: stop accepting, answer what was received, close.
+	g.Add(func() error { return d.srv.Serve(d.ln) }, func(error) {
+		_ = d.srv.Shutdown(context.Background())
+	})
+	// Lease: cancelled only after the server drained; Run then seals the
+	// generator and releases the slot.
+	leaseCtx, cancelLease := context.WithCancel(context.Background())
+	g.Add(func() error { return d.coord.Run(leaseCtx) }, func(error) {
+		select {
+		case <-d.srv.Done():
+		case <-time.After(d.drain + time.Second):
+		}
+		cancelLease()
+	})
+	// Admin HTTP: up until the lease is released, so /readyz shows 503
+	// during the drain.
+	g.Add(func() error {
+		if err := d.httpSrv.Serve(d.httpLn); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("admin http: %w", err)
+		}
+		return nil
+	}, func(error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = d.httpSrv.Shutdown(ctx)
+	})
+	// Signals: SIGINT or SIGTERM starts the shutdown.
+	sigExec, sigInterrupt := oklog.SignalHandler(context.Background(), os.Interrupt, syscall.SIGTERM)
+	g.Add(func() error {
+		err := sigExec()
+		var se *oklog.SignalError
+		if errors.As(err, &se) && se != nil && se.Signal != nil {
+			d.log.Info("shutting down: draining connections, then releasing the lease", "signal", se.Signal.String())
+		}
+		return err
+	}, sigInterrupt)
+	err := g.Run()
+	if errors.Is(err, oklog.ErrSignal) {
+		return nil
+	}
+	return err
+}

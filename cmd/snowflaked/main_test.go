@@ -1,0 +1,347 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/worker"
+)
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		code int
+		out  string // in stdout (code 0) or stderr
+	}{
+		{[]string{"--version"}, nil, 0, "snowflaked "},
+		{[]string{"--help"}, nil, 0, "SNOWFLAKE_<NAME>"},
+		{[]string{"--horizon", "500ms"}, nil, 2, "--horizon 500ms: config Horizon 500ms must exceed Renew 1s"},
+		{[]string{"--renew", "soon"}, nil, 2, `invalid value "soon" for flag -renew`},
+		{[]string{"--datacenter", "40"}, nil, 2, "--datacenter 40: config Datacenter 40 is out of range -1..31"},
+		{[]string{"--zk-root", "snowflake"}, nil, 2, `--zk-root "snowflake": config Root`},
+		{[]string{"--zk", ","}, nil, 2, `--zk ",": config Servers: empty`},
+		{[]string{"--zk-auth", "nopassword"}, nil, 2, "--zk-auth"},
+		{[]string{"--session-timeout", "1ms"}, nil, 2, "--session-timeout 1ms"},
+		{[]string{"--max-conns", "-1"}, nil, 2, "--max-conns -1: config MaxConns -1 is out of range"},
+		{[]string{"--read-timeout", "0s"}, nil, 2, "--read-timeout 0s"},
+		{[]string{"--log-format", "xml"}, nil, 2, `--log-format "xml": want text or json`},
+		{[]string{"--log-level", "loud"}, nil, 2, `--log-level "loud"`},
+		{[]string{"--listen", "7609"}, nil, 2, `--listen "7609": want host:port`},
+		{[]string{"extra"}, nil, 2, `unexpected argument "extra"`},
+		{nil, map[string]string{"SNOWFLAKE_RENEW": "fast"}, 2, `environment variable "SNOWFLAKE_RENEW"`},
+		{nil, map[string]string{"SNOWFLAKE_HORIZON": "100ms"}, 2, "--horizon 100ms"},
+		{[]string{"--version"}, map[string]string{"SNOWFLAKE_VERSION": "v9"}, 0, "snowflaked "},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var stdout, stderr bytes.Buffer
+			code := runArgs(tc.args, &stdout, &stderr)
+			out := stderr.String()
+			if tc.code == 0 {
+				out = stdout.String()
+			}
+			if code != tc.code || !strings.Contains(out, tc.out) {
+				t.Fatalf("exit %d, want %d; stdout %q stderr %q; want %q", code, tc.code, stdout.String(), stderr.String(), tc.out)
+			}
+			if tc.code == 2 && strings.Count(strings.TrimSpace(stderr.String()), "\n") != 0 {
+				t.Fatalf("usage error is not one line: %q", stderr.String())
+			}
+		})
+	}
+}
+
+// daemonProc is one snowflaked process.
+type daemonProc struct {
+	t          *testing.T
+	cmd        *exec.Cmd
+	port, http string
+	out        *syncBuffer
+	exited     chan struct{}
+	err        error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freePort(t *testing.T) string {
+	_, p, _ := net.SplitHostPort(zktest.FreeAddr(t))
+	return p
+}
+
+func startDaemon(t *testing.T, bin string, env []string, args ...string) *daemonProc {
+	t.Helper()
+	d := &daemonProc{t: t, port: freePort(t), http: freePort(t), out: &syncBuffer{}, exited: make(chan struct{})}
+	args = append([]string{"--listen", "127.0.0.1:" + d.port, "--http", "127.0.0.1:" + d.http, "--log-level", "debug"}, args...)
+	d.cmd = exec.Command(bin, args...)
+	d.cmd.Env = append(os.Environ(), env...)
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.err = d.cmd.Wait(); close(d.exited) }()
+	t.Cleanup(func() {
+		select {
+		case <-d.exited:
+		default:
+			_ = d.cmd.Process.Kill()
+			<-d.exited
+		}
+		if t.Failed() {
+			t.Logf("snowflaked %v output:\n%s", args, d.out.String())
+		}
+	})
+	// Wait for the admin server (up before the lease).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code, _ := d.get("/healthz"); code == 200 {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("snowflaked not up after 10s:\n%s", d.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (d *daemonProc) get(path string) (int, string) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://127.0.0.1:" + d.http + path)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func (d *daemonProc) waitReady(within time.Duration) {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		code, body := d.get("/readyz")
+		if code == 200 {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("/readyz still %d %q after %v", code, body, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (d *daemonProc) status() worker.Status {
+	d.t.Helper()
+	code, body := d.get("/status")
+	var st worker.Status
+	if err := json.Unmarshal([]byte(body), &st); code != 200 || err != nil {
+		d.t.Fatalf("/status = %d %q: %v", code, body, err)
+	}
+	return st
+}
+
+// cli runs redis-cli against the daemon and returns its trimmed output.
+func (d *daemonProc) cli(args ...string) string {
+	d.t.Helper()
+	out, err := exec.Command("redis-cli", append([]string{"-h", "127.0.0.1", "-p", d.port}, args...)...).CombinedOutput()
+	if err != nil {
+		d.t.Fatalf("redis-cli %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// stop sends SIGTERM and returns the exit code.
+func (d *daemonProc) stop() int {
+	d.t.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		d.t.Fatal(err)
+	}
+	select {
+	case <-d.exited:
+	case <-time.After(15 * time.Second):
+		d.t.Fatalf("snowflaked did not exit 15s after SIGTERM:\n%s", d.out.String())
+	}
+	var ee *exec.ExitError
+	if errors.As(d.err, &ee) {
+		return ee.ExitCode()
+	}
+	if d.err != nil {
+		d.t.Fatal(d.err)
+	}
+	return 0
+}
+
+func build(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "snowflaked")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Fatalf("redis-cli is needed (apt-get install redis-tools): %v", err)
+	}
+	return bin
+}
+
+// TestDaemon runs the built binary: it serves redis-cli, is ready, hands its
+// slot over at once on SIGTERM (exit 0, lease node gone), and without
+// ZooKeeper answers -NOLEASE with /readyz 503.
+func TestDaemon(t *testing.T) {
+	bin := build(t)
+	zks := zktest.Start(t)
+	root := "/daemon-test"
+	// A long session and horizon: a successor that had to wait either out
+	// would take 10 s or more; after a clean release it starts at once.
+	common := []string{"--zk", zks.Addr(), "--zk-root", root, "--datacenter", "5",
+		"--session-timeout", "20s", "--renew", "500ms", "--horizon", "10s"}
+
+	a := startDaemon(t, bin, nil, common...)
+	a.waitReady(15 * time.Second)
+	idA, err := strconv.ParseInt(a.cli("NEXTID"), 10, 64)
+	if err != nil {
+		t.Fatalf("redis-cli NEXTID: %v", err)
+	}
+	stA := a.status()
+	f, _ := snowflake.Decode(idA)
+	if f.Slot().String() != stA.Slot || f.Datacenter != 5 || stA.LeaseNode == "" || stA.Advertise != "127.0.0.1:"+a.port {
+		t.Fatalf("id %d (slot %v), /status %+v", idA, f.Slot(), stA)
+	}
+	if out := a.cli("DECODE", strconv.FormatInt(idA, 10)); !strings.Contains(out, "datacenter\n5") {
+		t.Fatalf("DECODE = %q", out)
+	}
+
+	// Hold every other slot of datacenter 5, so that a second worker must
+	// stand by for A's.
+	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for m := 0; m <= snowflake.MaxMachine; m++ {
+		s := snowflake.Slot{Datacenter: 5, Machine: m}
+		if s.String() == stA.Slot {
+			continue
+		}
+		if _, err := conn.Create(coordinator.LeasePrefix(root, s), []byte(`{"addr":"placeholder:1"}`),
+			zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("hold %v: %v", s, err)
+		}
+	}
+	b := startDaemon(t, bin, nil, common...)
+	deadline := time.Now().Add(10 * time.Second)
+	for b.status().State != coordinator.StateStandby {
+		if time.Now().After(deadline) {
+			t.Fatalf("second worker not standing by: %+v", b.status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out := b.cli("NEXTID"); !strings.HasPrefix(out, "NOLEASE") || !strings.Contains(out, "standby") {
+		t.Fatalf("standby NEXTID = %q", out)
+	}
+	if code, _ := b.get("/readyz"); code != 503 {
+		t.Fatalf("standby /readyz = %d", code)
+	}
+
+	lastA, err := strconv.ParseInt(a.cli("NEXTID"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := a.stop(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d, want 0:\n%s", code, a.out.String())
+	}
+	stopped := time.Now()
+	ok, _, err := conn.Exists(coordinator.LeasesPath(root) + "/" + stA.LeaseNode)
+	if err != nil || ok {
+		t.Fatalf("lease node %s still there after exit (%v)", stA.LeaseNode, err)
+	}
+	b.waitReady(5 * time.Second)
+	t.Logf("successor ready %v after the holder exited", time.Since(stopped).Round(time.Millisecond))
+	idB, err := strconv.ParseInt(b.cli("NEXTID"), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, _ := snowflake.Decode(idB)
+	if fb.Slot().String() != stA.Slot || idB <= lastA {
+		t.Fatalf("successor id %d (slot %v) after %d (slot %s)", idB, fb.Slot(), lastA, stA.Slot)
+	}
+	for _, want := range []string{"draining connections, then releasing the lease", "connections drained", "released slot"} {
+		if !strings.Contains(a.out.String(), want) {
+			t.Errorf("holder's log lacks %q", want)
+		}
+	}
+	if code := b.stop(); code != 0 {
+		t.Fatalf("second worker: exit %d", code)
+	}
+
+	t.Run("no zookeeper", func(t *testing.T) {
+		// Configured through the environment only.
+		dead := freePort(t)
+		c := startDaemon(t, bin, []string{"SNOWFLAKE_ZK=127.0.0.1:" + dead, "SNOWFLAKE_SESSION_TIMEOUT=2s",
+			"SNOWFLAKE_LOG_FORMAT=json"})
+		time.Sleep(200 * time.Millisecond)
+		if out := c.cli("NEXTID"); !strings.HasPrefix(out, "NOLEASE this worker holds no lease") {
+			t.Fatalf("NEXTID without ZooKeeper = %q", out)
+		}
+		if code, body := c.get("/readyz"); code != 503 {
+			t.Fatalf("/readyz without ZooKeeper = %d %q", code, body)
+		}
+		if c.cli("PING") != "PONG" {
+			t.Fatal("PING")
+		}
+		if !strings.Contains(c.out.String(), `"@message":"starting"`) {
+			t.Fatalf("log not JSON: %s", c.out.String())
+		}
+		if code := c.stop(); code != 0 {
+			t.Fatalf("SIGTERM without ZooKeeper: exit %d", code)
+		}
+	})
+	t.Run("port in use", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		out, err := exec.Command(bin, "--zk", zks.Addr(), "--listen", l.Addr().String(), "--http", "127.0.0.1:0").CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "address already in use") {
+			t.Fatalf("exit %v, output %s", err, out)
+		}
+	})
+}

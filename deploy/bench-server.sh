@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# bench-server.sh: Redis 7 and snowflaked side by side on this machine, under
+# the same redis-benchmark invocations, runs alternating between the two.
+#
+#   deploy/bench-server.sh            # or: make bench-server
+#
+# It starts a ZooKeeper (Debian's jars in /usr/share/java), a redis-server
+# (--save '' --appendonly no) and a freshly built snowflaked, each on a free
+# loopback port, then prints a markdown table of medians over ROUNDS rounds.
+# With taskset and 2+ CPUs, each server is pinned to CPU 1 and redis-benchmark
+# to CPU 0, so both servers get the same single core and the client never
+# competes with them.
+#
+# Knobs (environment): ROUNDS=3, N=200000 (no pipeline), NP=2000000 (pipeline
+# 16), NB=4000 (NEXTIDS 4096 requests), IDLE=1000 (idle connections).
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+N=${N:-200000}
+NP=${NP:-2000000}
+NB=${NB:-4000}
+IDLE=${IDLE:-1000}
+
+cd "$(dirname "$0")/.."
+for tool in redis-server redis-benchmark redis-cli java go curl; do
+	command -v "$tool" >/dev/null || { echo "bench-server: $tool is needed" >&2; exit 1; }
+done
+[ -f /usr/share/java/zookeeper.jar ] || { echo "bench-server: apt-get install zookeeper" >&2; exit 1; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# freeport prints a loopback port nothing listens on.
+freeport() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+SRV=() CLI=()
+if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+	SRV=(taskset -c 1) CLI=(taskset -c 0)
+fi
+
+# ZooKeeper, standalone, as coordinator/zktest runs it.
+zkport=$(freeport)
+mkdir -p "$work/zk"
+cat >"$work/zoo.cfg" <<EOF
+tickTime=200
+minSessionTimeout=400
+maxSessionTimeout=60000
+dataDir=$work/zk
+clientPort=$zkport
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=srvr,ruok
+forceSync=no
+EOF
+java -Xmx256m -XX:+UseSerialGC -Dzookeeper.admin.enableServer=false \
+	-cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
+	org.apache.zookeeper.server.quorum.QuorumPeerMain "$work/zoo.cfg" >"$work/zk.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 200); do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$zkport" && printf srvr >&3 && grep -q Mode: <&3) 2>/dev/null; then break; fi
+	sleep 0.05
+done
+
+# Redis 7.
+rport=$(freeport)
+"${SRV[@]}" redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+	--maxclients 10000 --daemonize no --logfile "$work/redis.log" &
+rpid=$!
+pids+=($rpid)
+
+# snowflaked.
+go build -o "$work/snowflaked" ./cmd/snowflaked
+sport=$(freeport)
+hport=$(freeport)
+"${SRV[@]}" "$work/snowflaked" --zk "127.0.0.1:$zkport" --listen "127.0.0.1:$sport" \
+	--http "127.0.0.1:$hport" --log-level warn 2>"$work/snowflaked.log" &
+spid=$!
+pids+=($spid)
+
+for _ in $(seq 300); do
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/readyz")" = 200 ] &&
+		redis-cli -p "$rport" PING >/dev/null 2>&1 && break
+	sleep 0.05
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/readyz")" = 200 ] ||
+	{ echo "bench-server: snowflaked not ready" >&2; cat "$work/snowflaked.log" >&2; exit 1; }
+
+# bench PORT ARGS... prints "rps p50 p99" from redis-benchmark's CSV line.
+bench() {
+	local port=$1
+	shift
+	"${CLI[@]}" redis-benchmark -h 127.0.0.1 -p "$port" --csv "$@" 2>/dev/null |
+		awk -F, 'NR==2 { gsub(/"/, ""); print $2, $5, $7 }'
+}
+
+median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+echo "bench-server: ZooKeeper :$zkport, redis-server :$rport (pid $rpid), snowflaked :$sport (pid $spid)," \
+	"${ROUNDS} rounds${SRV:+, servers pinned to CPU 1, client to CPU 0}" >&2
+: >"$work/results"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+for round in $(seq "$ROUNDS"); do
+	# Alternate which server goes first, so neither always gets a warm or
+	# cold machine.
+	if [ $((round % 2)) = 1 ]; then order="redis snowflaked"; else order="snowflaked redis"; fi
+	# Each test runs on both servers back to back, so that load from
+	# elsewhere on the machine hits both alike.
+	for test in plain p16; do
+		for who in $order; do
+			if [ "$who" = redis ]; then port=$rport cmd=(INCR counter); else port=$sport cmd=(NEXTID); fi
+			case $test in
+			plain) echo "$who plain $(bench "$port" -c 50 -n "$N" "${cmd[@]}")" >>"$work/results" ;;
+			p16) echo "$who p16 $(bench "$port" -c 50 -n "$NP" -P 16 "${cmd[@]}")" >>"$work/results" ;;
+			esac
+		done
+	done
+	echo "snowflaked batch $(bench "$sport" -c 1 -n "$NB" NEXTIDS 4096)" >>"$work/results"
+	echo "snowflaked batchp4 $(bench "$sport" -c 1 -n "$NB" -P 4 NEXTIDS 4096)" >>"$work/results"
+	echo "bench-server: round $round done" >&2
+done
+
+# rss PID PORT: VmRSS in MiB with IDLE idle connections open, and before.
+rss_mib() { awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+idle_rss() {
+	local pid=$1 port=$2 count=$3
+	"${CLI[@]}" redis-benchmark -h 127.0.0.1 -p "$port" -c "$IDLE" -I >/dev/null 2>&1 &
+	local bpid=$!
+	for _ in $(seq 200); do
+		[ "$($count)" -ge "$IDLE" ] 2>/dev/null && break
+		sleep 0.05
+	done
+	sleep 0.5
+	local open
+	open=$($count)
+	echo "$(rss_mib "$pid") $open"
+	kill "$bpid" 2>/dev/null || true
+	wait "$bpid" 2>/dev/null || true
+}
+redis_conns() { redis-cli -p "$rport" INFO clients | awk -F: '/^connected_clients/ { print $2 - 1 }' | tr -d '\r'; }
+sf_conns() { redis-cli -p "$sport" INFO | awk -F: '/^connections:/ { print $2 - 1 }' | tr -d '\r'; }
+redis_base=$(rss_mib "$rpid")
+sf_base=$(rss_mib "$spid")
+read -r redis_idle redis_open < <(idle_rss "$rpid" "$rport" redis_conns)
+read -r sf_idle sf_open < <(idle_rss "$spid" "$sport" sf_conns)
+
+col() { awk -v w="$1" -v m="$2" -v c="$3" '$1 == w && $2 == m { print $c }' "$work/results" | median; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+r1=$(col redis plain 3) s1=$(col snowflaked plain 3)
+r1p50=$(col redis plain 4) s1p50=$(col snowflaked plain 4)
+r1p99=$(col redis plain 5) s1p99=$(col snowflaked plain 5)
+r16=$(col redis p16 3) s16=$(col snowflaked p16 3)
+r16p99=$(col redis p16 5) s16p99=$(col snowflaked p16 5)
+batch=$(col snowflaked batch 3)
+ids=$(awk -v r="$batch" 'BEGIN { printf "%.0f", r * 4096 }')
+batchp4=$(col snowflaked batchp4 3)
+idsp4=$(awk -v r="$batchp4" 'BEGIN { printf "%.0f", r * 4096 }')
+
+cat <<EOF
+
+Load average before/after: $load0 / $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs (other work on the machine skews both columns alike, not the ratios much).
+
+| test (redis-benchmark, medians of $ROUNDS rounds) | Redis 7 \`INCR counter\` | snowflaked \`NEXTID\` | snowflaked / Redis | target |
+|---|---:|---:|---:|---|
+| 50 conns, no pipeline: requests/s (\`-c 50 -n $N\`) | $r1 | $s1 | $(ratio "$s1" "$r1") | >= 1.0 |
+| 50 conns, no pipeline: p50 latency ms | $r1p50 | $s1p50 | $(ratio "$s1p50" "$r1p50") | |
+| 50 conns, no pipeline: p99 latency ms | $r1p99 | $s1p99 | $(ratio "$s1p99" "$r1p99") | <= 1.0 |
+| 50 conns, pipeline 16: requests/s (\`-c 50 -n $NP -P 16\`) | $r16 | $s16 | $(ratio "$s16" "$r16") | >= 1.0 |
+| 50 conns, pipeline 16: p99 latency ms | $r16p99 | $s16p99 | $(ratio "$s16p99" "$r16p99") | |
+| \`NEXTIDS 4096\`, 1 conn (\`-c 1 -n $NB\`): IDs/s | - | $ids ($batch req/s) | $(ratio "$ids" 4096000) of the 4,096,000/s cap | >= 3,500,000 |
+| \`NEXTIDS 4096\`, 1 conn, pipeline 4 (\`-c 1 -n $NB -P 4\`): IDs/s | - | $idsp4 ($batchp4 req/s) | $(ratio "$idsp4" 4096000) of the cap | |
+| RSS, idle server, MiB | $redis_base | $sf_base | | |
+| RSS with $IDLE idle connections (\`-c $IDLE -I\`), MiB | $redis_idle ($redis_open open) | $sf_idle ($sf_open open) | | <= 50 |
+EOF

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# build-images.sh builds the fleet's images without any registry:
+#   snowfleet/snowflaked:latest  static snowflaked + snowflakectl, FROM scratch
+#   snowfleet/snowflaked:chaos   the same built with -tags chaos (movable clock)
+#   snowfleet/zookeeper:3.8      Debian's ZooKeeper 3.8 on a debootstrapped base
+# The ZooKeeper base (debootstrap, about a minute) is made once: skipped while
+# the base image exists, re-imported from the cached rootfs tarball otherwise.
+#
+# Usage: deploy/build-images.sh [worker] [chaos] [zookeeper]   (default: all)
+# Env: ZK_IMAGE (an image you already have, e.g. zookeeper:3.8, is left alone),
+#      SNOWFLEET_CACHE, DEBIAN_MIRROR, DEBIAN_SUITE, REBUILD_BASE=1.
+set -euo pipefail
+# shellcheck source=deploy/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# Reproducible Go builds: no cgo, no paths, no VCS stamp, no build ID, files
+# in the build context with a fixed mtime.
+go_build() { # out-dir tags
+	local out=$1 tags=$2
+	mkdir -p "$out"
+	(cd "$SNOWFLEET_ROOT" &&
+		CGO_ENABLED=0 GOOS=linux GOFLAGS=-buildvcs=false go build -trimpath -tags "$tags" \
+			-ldflags='-s -w -buildid=' -o "$out/" ./cmd/snowflaked ./cmd/snowflakectl) || return 1
+	touch -d @0 "$out"/*
+}
+
+build_worker() { # image tags
+	local image=$1 tags=$2 ctx size
+	ctx=$(mktemp -d)
+	log "building $image (go build -tags '$tags')"
+	go_build "$ctx" "$tags" || { rm -rf "$ctx"; die "go build failed"; }
+	cp "$SNOWFLEET_ROOT/deploy/worker/Dockerfile" "$ctx/Dockerfile"
+	touch -d @0 "$ctx/Dockerfile"
+	size=$(du -ch "$ctx/snowflaked" "$ctx/snowflakectl" | tail -1 | cut -f1)
+	docker_build -t "$image" "$ctx" || { rm -rf "$ctx"; die "docker build of $image failed"; }
+	rm -rf "$ctx"
+	# The compose file's health check runs `snowflakectl health`.
+	docker run --rm --entrypoint /snowflakectl "$image" health -h >/dev/null 2>&1 ||
+		log "warning: $image has no 'snowflakectl health' (register runHealth in cmd/snowflakectl/main.go); the compose health check will fail"
+	log "built $image ($size of binaries)"
+}
+
+# docker_build runs the legacy builder offline, quiet unless it fails.
+docker_build() {
+	local out
+	if ! out=$(docker build --pull=false -q "$@" 2>&1); then
+		printf '%s\n' "$out" >&2
+		return 1
+	fi
+}
+
+# make_rootfs writes the cached tarball of a minimal Debian with Java 17 and
+# ZooKeeper's jars (libzookeeper-java: the zookeeper package would pull a
+# desktop JRE in through default-jre).
+make_rootfs() { # tarball
+	local tarball=$1 root
+	[[ $(id -u) == 0 ]] || die "debootstrap needs root (or set ZK_IMAGE to a ZooKeeper image you have)"
+	if ! command -v debootstrap >/dev/null; then
+		command -v apt-get >/dev/null || die "debootstrap is not installed"
+		log "installing debootstrap"
+		apt-get install -y debootstrap >/dev/null 2>&1 ||
+			{ apt-get update >/dev/null && apt-get install -y debootstrap >/dev/null; } ||
+			die "cannot install debootstrap (apt-get install -y debootstrap)"
+	fi
+	root=$(mktemp -d "$SNOWFLEET_CACHE/rootfs.XXXXXX")
+	log "debootstrap $DEBIAN_SUITE into $root (about a minute)"
+	debootstrap --variant=minbase --include=openjdk-17-jre-headless,libzookeeper-java \
+		"$DEBIAN_SUITE" "$root" "$DEBIAN_MIRROR" >"$SNOWFLEET_CACHE/debootstrap.log" 2>&1 ||
+		{ tail -20 "$SNOWFLEET_CACHE/debootstrap.log" >&2; rm -rf "$root"; die "debootstrap failed (log: $SNOWFLEET_CACHE/debootstrap.log)"; }
+	# What a server never reads.
+	rm -rf "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* "$root"/usr/share/doc/* \
+		"$root"/usr/share/man/* "$root"/usr/share/info/* "$root"/usr/share/locale/* \
+		"$root"/var/log/* "$root"/tmp/* "$root"/usr/share/maven-repo
+	tar --numeric-owner --sort=name -C "$root" -cf "$tarball.tmp" .
+	mv "$tarball.tmp" "$tarball"
+	rm -rf "$root"
+	log "rootfs cached in $tarball ($(du -h "$tarball" | cut -f1))"
+}
+
+build_zookeeper() {
+	if [[ $ZK_IMAGE != snowfleet/* ]]; then
+		image_exists "$ZK_IMAGE" || die "ZK_IMAGE=$ZK_IMAGE is not a local image and nothing can be pulled"
+		log "using $ZK_IMAGE for ZooKeeper"
+		return
+	fi
+	local tarball="$SNOWFLEET_CACHE/zookeeper-rootfs-$DEBIAN_SUITE.tar"
+	if [[ ${REBUILD_BASE:-} == 1 ]]; then
+		rm -f "$tarball"
+		docker image rm "$ZK_BASE_IMAGE" >/dev/null 2>&1 || true
+	fi
+	if image_exists "$ZK_BASE_IMAGE"; then
+		log "base $ZK_BASE_IMAGE exists: no debootstrap"
+	else
+		mkdir -p "$SNOWFLEET_CACHE"
+		[[ -f $tarball ]] || make_rootfs "$tarball"
+		log "importing $tarball as $ZK_BASE_IMAGE"
+		docker import - "$ZK_BASE_IMAGE" <"$tarball" >/dev/null
+	fi
+	# The image records what it was made from; the same inputs again are a no-op.
+	local inputs
+	inputs=$( (docker image inspect -f '{{.Id}}' "$ZK_BASE_IMAGE" && cat "$SNOWFLEET_ROOT"/deploy/zookeeper/*) | sha256sum | cut -c1-16)
+	if [[ $(docker image inspect -f '{{index .Config.Labels "snowfleet.inputs"}}' "$ZK_IMAGE" 2>/dev/null) == "$inputs" ]]; then
+		log "$ZK_IMAGE is up to date"
+		return
+	fi
+	log "building $ZK_IMAGE"
+	docker_build --build-arg "BASE=$ZK_BASE_IMAGE" --label "snowfleet.inputs=$inputs" -t "$ZK_IMAGE" "$SNOWFLEET_ROOT/deploy/zookeeper" ||
+		die "docker build of $ZK_IMAGE failed"
+	log "built $ZK_IMAGE"
+}
+
+main() {
+	local what=("$@")
+	((${#what[@]})) || what=(worker chaos zookeeper)
+	command -v docker >/dev/null || die "docker is not installed"
+	for w in "${what[@]}"; do
+		case $w in
+		worker) build_worker "$WORKER_IMAGE" "" ;;
+		chaos) build_worker "$CHAOS_IMAGE" chaos ;;
+		zookeeper) build_zookeeper ;;
+		*) die "unknown image '$w' (want worker, chaos or zookeeper)" ;;
+		esac
+	done
+}
+
+main "$@"

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# up.sh (make up): builds the images that are missing, starts a three-node
+# ZooKeeper ensemble and WORKERS (default 3) workers, waits until every
+# container is healthy, then prints the slot map and a few IDs.
+# Env: WORKERS, REBUILD=1 (rebuild the worker image), COMPOSE_PROJECT_NAME
+# (default snowfleet), ZK_IMAGE, WORKER_IMAGE, UP_TIMEOUT (seconds, default 120).
+set -euo pipefail
+# shellcheck source=deploy/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+WORKERS=${WORKERS:-3}
+UP_TIMEOUT=${UP_TIMEOUT:-120}
+start=$SECONDS
+
+missing=()
+if [[ ${REBUILD:-} == 1 ]] || ! image_exists "$WORKER_IMAGE"; then missing+=(worker); fi
+image_exists "$ZK_IMAGE" || missing+=(zookeeper)
+if ((${#missing[@]})); then
+	"$SNOWFLEET_ROOT/deploy/build-images.sh" "${missing[@]}"
+fi
+
+# wait_healthy waits until every container of the services is healthy.
+wait_healthy() { # service...
+	local deadline=$((SECONDS + UP_TIMEOUT)) ids id status bad
+	while :; do
+		ids=$(compose ps -q "$@")
+		bad=()
+		for id in $ids; do
+			status=$(docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$id")
+			[[ $status == healthy ]] || bad+=("${id:0:12}:$status")
+			if [[ $status != healthy ]] && docker inspect -f '{{range .State.Health.Log}}{{.Output}}{{end}}' "$id" | grep -q 'unknown command "health"'; then
+				die "the worker image's snowflakectl has no 'health' command (register runHealth in cmd/snowflakectl/main.go, then REBUILD=1 make up)"
+			fi
+		done
+		if [[ -n $ids && ${#bad[@]} == 0 ]]; then return 0; fi
+		if ((SECONDS > deadline)); then
+			log "not healthy after ${UP_TIMEOUT}s: ${bad[*]}"
+			compose logs --tail=30 "$@" >&2
+			return 1
+		fi
+		sleep 0.5
+	done
+}
+
+log "starting ZooKeeper (zk1 zk2 zk3, image $ZK_IMAGE)"
+compose up -d zk1 zk2 zk3
+wait_healthy zk1 zk2 zk3
+log "ZooKeeper has a quorum; starting $WORKERS workers (image $WORKER_IMAGE)"
+compose up -d --no-deps --scale "worker=$WORKERS" worker
+wait_healthy worker
+log "fleet up in $((SECONDS - start))s"
+
+# The tools run inside the worker containers (docker exec: quicker than
+# compose exec): they are on the ZooKeeper network and need nothing on the host.
+mapfile -t workers < <(docker ps --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
+	--filter label=com.docker.compose.service=worker --format '{{.Label "com.docker.compose.container-number"}} {{.ID}}' | sort -n | cut -d' ' -f2)
+ctl() { docker exec "${workers[0]}" /snowflakectl "$@"; }
+
+echo
+echo "== containers"
+compose ps
+echo
+echo "== slot map (snowflakectl slots)"
+ctl slots --zk zk1:2181,zk2:2181,zk3:2181 || log "snowflakectl slots failed"
+echo
+echo "== IDs from each worker (snowflakectl next --decode)"
+for id in "${workers[@]}"; do
+	port=$(docker port "$id" 7609/tcp | sed 's/.*://')
+	echo "$(docker inspect -f '{{.Name}}' "$id" | tr -d /), published on 127.0.0.1:$port:"
+	docker exec "$id" /snowflakectl next --addr 127.0.0.1:7609 -n 2 --decode | sed 's/^/  /'
+done
+echo
+echo "== IDs through discovery (snowflakectl next --zk: lease nodes name <hostname>:7609)"
+ctl next --zk zk1:2181,zk2:2181,zk3:2181 -n 4 --decode | sed 's/^/  /'
+echo
+echo "From the host:  redis-cli -p $port NEXTID; redis-cli -p $port DECODE \$(redis-cli -p $port NEXTID)"
+echo "Scale:          docker-compose -p $COMPOSE_PROJECT_NAME up -d --no-deps --scale worker=5 worker"
+echo "Tear down:      make down"

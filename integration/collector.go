@@ -1,0 +1,346 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/worker/client"
+)
+
+// Load the collector puts on the fleet: small batches with pauses, so that
+// a 2-core machine that also runs three JVMs and up to 8 workers keeps up,
+// and the suite still gathers well over a million IDs.
+const (
+	batch       = 100
+	pause       = 15 * time.Millisecond
+	callTimeout = 3 * time.Second
+	refresh     = 300 * time.Millisecond
+)
+
+// stream is one client's sequence of IDs, in the order it got them.
+type stream struct {
+	name string
+	via  string // "client" or "redis"
+	// container is the one worker a redis stream talks to ("" for the Go client).
+	container string
+
+	mu         sync.Mutex
+	ids        []int64
+	last       map[int]int64 // slot index -> last ID seen from it
+	violations []string      // IDs of a slot that did not increase
+	badIDs     []string      // IDs that do not decode or are outside our datacenter
+}
+
+func newStream(name, via, container string) *stream {
+	return &stream{name: name, via: via, container: container, last: map[int]int64{}}
+}
+
+func (s *stream) add(ids ...int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		f, err := snowflake.Decode(id)
+		if err != nil || f.Datacenter != datacenter {
+			s.badIDs = append(s.badIDs, fmt.Sprintf("%d (%v, fields %+v)", id, err, f))
+			continue
+		}
+		slot := f.Slot().Index()
+		if prev, ok := s.last[slot]; ok && id <= prev {
+			s.violations = append(s.violations, fmt.Sprintf("%s: slot %s gave %d after %d", s.name, f.Slot(), id, prev))
+		}
+		s.last[slot] = id
+		s.ids = append(s.ids, id)
+	}
+}
+
+// counters of what clients saw, by kind of client.
+type counters struct {
+	ids, clientErrs, redisErrs atomic.Int64
+}
+
+type snapshot struct{ ids, clientErrs, redisErrs int64 }
+
+func (c *counters) snap() snapshot {
+	return snapshot{c.ids.Load(), c.clientErrs.Load(), c.redisErrs.Load()}
+}
+
+// Collector draws IDs from every worker without pause, through the Go
+// client (a static list of the published ports, rebuilt as workers come and
+// go) and through go-redis (one connection per worker container).
+type Collector struct {
+	stack *Stack
+	log   func(string, ...any)
+	n     counters
+
+	mu       sync.Mutex
+	streams  []*stream
+	redis    map[string]*redisRunner // container ID -> its runner
+	errLog   map[string]int          // error text (shortened) -> count, for the report
+	errEx    map[string]string       // shortened -> the first full text
+	cli      *client.Client
+	cliAddrs []string
+	cliMu    sync.RWMutex // calls hold it shared; swapping the client holds it
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+type redisRunner struct {
+	addr   string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartCollector starts drawing; Stop ends it.
+func StartCollector(ctx context.Context, st *Stack, log func(string, ...any)) *Collector {
+	ctx, cancel := context.WithCancel(ctx)
+	c := &Collector{stack: st, log: log, redis: map[string]*redisRunner{}, errLog: map[string]int{}, errEx: map[string]string{}, cancel: cancel}
+	c.sync(ctx)
+	c.wg.Add(3)
+	go func() { defer c.wg.Done(); c.follow(ctx) }()
+	// Two Go client streams: batches, and single IDs.
+	go func() { defer c.wg.Done(); c.clientLoop(ctx, newStream("go-client/nextids", "client", ""), batch) }()
+	go func() { defer c.wg.Done(); c.clientLoop(ctx, newStream("go-client/nextid", "client", ""), 1) }()
+	return c
+}
+
+// Stop ends every stream and closes the client.
+func (c *Collector) Stop() {
+	c.cancel()
+	c.wg.Wait()
+	c.mu.Lock()
+	rs := c.redis
+	c.redis = map[string]*redisRunner{}
+	c.mu.Unlock()
+	for _, r := range rs {
+		r.cancel()
+		<-r.done
+	}
+	c.cliMu.Lock()
+	if c.cli != nil {
+		c.cli.Close()
+		c.cli = nil
+	}
+	c.cliMu.Unlock()
+}
+
+// follow keeps the runners and the client's worker list in step with the
+// containers.
+func (c *Collector) follow(ctx context.Context) {
+	for sleep(ctx, refresh) == nil {
+		c.sync(ctx)
+	}
+}
+
+func (c *Collector) sync(ctx context.Context) {
+	ws, err := c.stack.Workers(ctx)
+	if err != nil {
+		return // docker busy or the context ended: next round
+	}
+	var addrs []string
+	live := map[string]string{}
+	for _, w := range ws {
+		if w.Running && w.Addr("7609") != "" {
+			live[w.ID] = w.Addr("7609")
+			addrs = append(addrs, w.Addr("7609"))
+		}
+	}
+	slices.Sort(addrs)
+	c.mu.Lock()
+	for id, r := range c.redis {
+		if live[id] != r.addr {
+			r.cancel()
+			delete(c.redis, id)
+		}
+	}
+	for _, w := range ws {
+		if a := live[w.ID]; a != "" && c.redis[w.ID] == nil {
+			rctx, cancel := context.WithCancel(ctx)
+			r := &redisRunner{addr: a, cancel: cancel, done: make(chan struct{})}
+			c.redis[w.ID] = r
+			s := newStream(fmt.Sprintf("redis/%s@%s", w.Short(), a), "redis", w.ID)
+			c.streams = append(c.streams, s)
+			go func() { defer close(r.done); c.redisLoop(rctx, s, a) }()
+		}
+	}
+	c.mu.Unlock()
+	if slices.Equal(addrs, c.cliAddrs) || len(addrs) == 0 {
+		return
+	}
+	cfg := client.DefaultConfig()
+	cfg.Static = addrs
+	cfg.CallTimeout = callTimeout
+	cfg.RequestTimeout = time.Second
+	cfg.Backoff = 100 * time.Millisecond
+	cfg.MaxBackoff = time.Second
+	cli, err := client.New(cfg, hclog.NewNullLogger(), nil)
+	if err != nil {
+		c.log("client with %v: %v", addrs, err)
+		return
+	}
+	c.cliMu.Lock()
+	old := c.cli
+	c.cli, c.cliAddrs = cli, addrs
+	c.cliMu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+}
+
+func (c *Collector) clientLoop(ctx context.Context, s *stream, n int) {
+	c.mu.Lock()
+	c.streams = append(c.streams, s)
+	c.mu.Unlock()
+	for ctx.Err() == nil {
+		c.cliMu.RLock()
+		cli := c.cli
+		var ids []int64
+		var err error
+		if cli == nil {
+			err = errors.New("no workers yet")
+		} else {
+			cctx, cancel := context.WithTimeout(ctx, callTimeout)
+			if n == 1 {
+				var id int64
+				id, err = cli.Next(cctx)
+				ids = []int64{id}
+			} else {
+				ids, err = cli.NextN(cctx, n)
+			}
+			cancel()
+		}
+		c.cliMu.RUnlock()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			c.n.clientErrs.Add(1)
+			c.noteErr("go-client", err)
+			_ = sleep(ctx, 50*time.Millisecond)
+			continue
+		}
+		s.add(ids...)
+		c.n.ids.Add(int64(len(ids)))
+		if n > 1 {
+			_ = sleep(ctx, pause)
+		}
+	}
+}
+
+func (c *Collector) redisLoop(ctx context.Context, s *stream, addr string) {
+	rdb := redis.NewClient(&redis.Options{
+		Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 1,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+	})
+	defer rdb.Close()
+	for i := 0; ctx.Err() == nil; i++ {
+		var ids []int64
+		var err error
+		if i%10 == 9 {
+			var id int64
+			id, err = rdb.Do(ctx, "NEXTID").Int64()
+			ids = []int64{id}
+		} else {
+			ids, err = rdb.Do(ctx, "NEXTIDS", batch).Int64Slice()
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			c.n.redisErrs.Add(1)
+			c.noteErr("redis", err)
+			_ = sleep(ctx, 100*time.Millisecond)
+			continue
+		}
+		s.add(ids...)
+		c.n.ids.Add(int64(len(ids)))
+		_ = sleep(ctx, pause)
+	}
+}
+
+// noteErr counts an error by its first words (addresses and numbers vary).
+func (c *Collector) noteErr(via string, err error) {
+	msg := err.Error()
+	if i := strings.Index(msg, " (worker"); i > 0 {
+		msg = msg[:i]
+	}
+	fields := strings.Fields(msg)
+	for i, f := range fields {
+		if strings.ContainsAny(f, "0123456789") {
+			fields[i] = "…"
+		}
+	}
+	if len(fields) > 8 {
+		fields = fields[:8]
+	}
+	key := via + ": " + strings.Join(fields, " ")
+	c.mu.Lock()
+	c.errLog[key]++
+	if _, ok := c.errEx[key]; !ok {
+		c.errEx[key] = err.Error()
+	}
+	c.mu.Unlock()
+}
+
+// TakeErrors returns the errors noted since the last call, by kind, and one
+// full message of each kind.
+func (c *Collector) TakeErrors() (counts map[string]int, examples map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	counts, examples = c.errLog, c.errEx
+	c.errLog, c.errEx = map[string]int{}, map[string]string{}
+	return counts, examples
+}
+
+// IDs is every ID collected so far, and the violations and bad IDs seen.
+func (c *Collector) IDs() (ids []int64, violations, bad []string, perStream map[*stream][]int64) {
+	c.mu.Lock()
+	streams := slices.Clone(c.streams)
+	c.mu.Unlock()
+	perStream = map[*stream][]int64{}
+	for _, s := range streams {
+		s.mu.Lock()
+		ids = append(ids, s.ids...)
+		perStream[s] = s.ids[:len(s.ids):len(s.ids)]
+		violations = append(violations, s.violations...)
+		bad = append(bad, s.badIDs...)
+		s.mu.Unlock()
+	}
+	return ids, violations, bad, perStream
+}
+
+// ContainerIDs is every ID the direct (go-redis) streams got from one
+// container, over all its published ports.
+func (c *Collector) ContainerIDs(id string) []int64 {
+	c.mu.Lock()
+	streams := slices.Clone(c.streams)
+	c.mu.Unlock()
+	var ids []int64
+	for _, s := range streams {
+		if s.container != id {
+			continue
+		}
+		s.mu.Lock()
+		ids = append(ids, s.ids...)
+		s.mu.Unlock()
+	}
+	return ids
+}
+
+// quietRedis drops go-redis's own log lines (a dial refused while a worker
+// restarts); the collector counts those errors itself.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}

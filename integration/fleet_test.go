@@ -1,0 +1,208 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Bounds the suite asserts. Recovery is measured from the heal (or the
+// command that ends the fault) until every expected worker serves IDs and
+// reports ready.
+const (
+	recoveryBound = 15 * time.Second
+	minIDs        = 1_000_000
+	settle        = 2 * time.Second // collecting after a heal, before checking
+)
+
+// env is what a scenario gets.
+type env struct {
+	ctx context.Context
+	t   *testing.T
+	st  *Stack
+	col *Collector
+}
+
+// scenario injects a fault and heals it; it returns how many workers must
+// serve afterwards, when the heal happened, and a note for the table.
+type scenario struct {
+	name    string
+	workers int // the fleet it starts from
+	run     func(e env) (want int, healed time.Time, note string)
+}
+
+func TestFleet(t *testing.T) {
+	requireDocker(t)
+	redis.SetLogger(quietRedis{})
+	ctx := context.Background()
+	reapStale(ctx, t)
+	ensureImages(t)
+
+	st := NewStack(t, fmt.Sprintf("snowfleet-it-%d", os.Getpid()))
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpLogs(ctx, t, st)
+		}
+		if err := st.Down(ctx); err != nil {
+			t.Errorf("tear down %s: %v", st.Project, err)
+		}
+	})
+	upStart := time.Now()
+	if err := st.Up(ctx, 3); err != nil {
+		t.Fatalf("stack up: %v", err)
+	}
+	if _, err := WaitServing(ctx, st, 3, 90*time.Second); err != nil {
+		t.Fatalf("stack up: %v", err)
+	}
+	t.Logf("stack %s up in %v", st.Project, time.Since(upStart).Round(100*time.Millisecond))
+
+	col := StartCollector(ctx, st, t.Logf)
+	t.Cleanup(col.Stop)
+	_ = sleep(ctx, 3*time.Second)
+
+	rep := &report{start: time.Now()}
+	prev := Check(ctx, st, col)
+	if prev.Duplicates > 0 || len(prev.Problems) > 0 {
+		t.Fatalf("before any fault: %d duplicates, problems %v", prev.Duplicates, prev.Problems)
+	}
+	col.TakeErrors()
+	for _, sc := range scenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			e := env{ctx: ctx, t: t, st: st, col: col}
+			// The fleet it starts from, outside its counts.
+			e.fleet(sc.workers)
+			e.sleep(time.Second)
+			col.TakeErrors()
+			before := col.n.snap()
+			want, healed, note := sc.run(e)
+			rec, err := WaitServing(ctx, st, want, recoveryBound+30*time.Second)
+			recovery := time.Since(healed)
+			r := row{Name: sc.name, Recovery: recovery, Limit: recoveryBound, Notes: note}
+			if err != nil {
+				t.Errorf("after the heal: %v", err)
+				r.Failed = true
+			} else if recovery > recoveryBound {
+				t.Errorf("fleet served again %v after the heal, bound %v", recovery.Round(100*time.Millisecond), recoveryBound)
+				r.Failed = true
+			}
+			_ = rec
+			_ = sleep(ctx, settle)
+			v := Check(ctx, st, col)
+			after := col.n.snap()
+			r.IDs, r.ClientErrs, r.DirectErrs = after.ids-before.ids, after.clientErrs-before.clientErrs, after.redisErrs-before.redisErrs
+			r.Duplicates = v.Duplicates - prev.Duplicates
+			r.Violations = len(v.Violations) - len(prev.Violations)
+			r.Errors, r.Examples = col.TakeErrors()
+			rep.total = v.IDs
+			if r.Duplicates > 0 {
+				t.Errorf("%d duplicate IDs", r.Duplicates)
+			}
+			if r.Violations > 0 {
+				t.Errorf("IDs of a slot did not increase in a client's order: %v", v.Violations[len(prev.Violations):][:min(5, r.Violations)])
+			}
+			if n := len(v.Bad) - len(prev.Bad); n > 0 {
+				t.Errorf("%d IDs outside datacenter %d or not decodable: %v", n, datacenter, v.Bad[len(prev.Bad):][:min(5, n)])
+			}
+			for _, p := range v.Problems {
+				t.Errorf("invariant: %s", p)
+			}
+			if len(v.Problems) > 0 {
+				r.Failed = true
+			}
+			t.Logf("%s: %d IDs, %d client errors, %d direct errors, recovered in %v; %s",
+				sc.name, r.IDs, r.ClientErrs, r.DirectErrs, recovery.Round(10*time.Millisecond), note)
+			rep.rows = append(rep.rows, r)
+			prev = v
+		})
+	}
+	path, err := rep.write()
+	if err != nil {
+		t.Errorf("write the report: %v", err)
+	}
+	t.Logf("report written to %s", path)
+	if rep.total < minIDs {
+		t.Errorf("only %d IDs collected over the suite, want at least %d", rep.total, minIDs)
+	}
+}
+
+// requireDocker skips without a working Docker, except in CI.
+func requireDocker(t *testing.T) {
+	t.Helper()
+	err := exec.Command("docker", "info").Run()
+	if err == nil {
+		_, err = composeCommand()
+	}
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("Docker is required in CI: %v", err)
+	}
+	t.Skipf("Docker is not usable here: %v", err)
+}
+
+// ensureImages builds the chaos worker image from this tree (unless
+// SNOWFLEET_IT_NO_BUILD=1) and the ZooKeeper image when it is missing.
+func ensureImages(t *testing.T) {
+	t.Helper()
+	var what []string
+	if os.Getenv("SNOWFLEET_IT_NO_BUILD") != "1" || exec.Command("docker", "image", "inspect", envOr("WORKER_IMAGE", "snowfleet/snowflaked:chaos")).Run() != nil {
+		what = append(what, "chaos")
+	}
+	if exec.Command("docker", "image", "inspect", envOr("ZK_IMAGE", "snowfleet/zookeeper:3.8")).Run() != nil {
+		what = append(what, "zookeeper")
+	}
+	if len(what) == 0 {
+		return
+	}
+	start := time.Now()
+	cmd := exec.Command(filepath.Join("..", "deploy", "build-images.sh"), what...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("deploy/build-images.sh %v: %v\n%s", what, err, out)
+	}
+	t.Logf("built images %v in %v", what, time.Since(start).Round(100*time.Millisecond))
+}
+
+// reapStale removes the stacks of earlier runs whose process is gone (a run
+// killed by go test's -timeout cannot tear down its own).
+func reapStale(ctx context.Context, t *testing.T) {
+	out, err := docker(ctx, "ps", "-a", "--filter", "label=com.docker.compose.project", "--format", `{{.Label "com.docker.compose.project"}}`)
+	if err != nil {
+		return
+	}
+	seen := map[string]bool{}
+	for _, p := range strings.Fields(out) {
+		pid, err := strconv.Atoi(strings.TrimPrefix(p, "snowfleet-it-"))
+		if seen[p] || !strings.HasPrefix(p, "snowfleet-it-") || err != nil {
+			continue
+		}
+		seen[p] = true
+		if syscall.Kill(pid, 0) == nil {
+			continue // a run in progress
+		}
+		t.Logf("removing the stale stack %s", p)
+		if err := NewStack(t, p).Down(ctx); err != nil {
+			t.Logf("remove %s: %v", p, err)
+		}
+	}
+}
+
+func dumpLogs(ctx context.Context, t *testing.T, st *Stack) {
+	path := filepath.Join(os.TempDir(), st.Project+"-logs.txt")
+	logs := st.Logs(ctx, 300)
+	if err := os.WriteFile(path, []byte(logs), 0o644); err == nil {
+		t.Logf("container logs (last 300 lines each) in %s", path)
+	}
+}

@@ -1,0 +1,57 @@
+package worker
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+)
+
+// Handler serves the admin endpoints: /metrics from g, /healthz (the
+// process is up), /readyz (200 only while the lease is ready and the server
+// is not draining: what a load balancer should route on), /status (JSON).
+func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if reason := s.notReadyReason(); reason != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "not ready:", reason)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(s.Status())
+	})
+	return mux
+}
+
+// notReadyReason is "" when ready.
+func (s *Server) notReadyReason() string {
+	if s.draining.Load() {
+		return "draining (shutting down)"
+	}
+	if s.lease.Ready() {
+		return ""
+	}
+	st := s.lease.Status()
+	if st.Slot == "" || st.State != coordinator.StateServing {
+		return "no lease (state " + st.State + ")"
+	}
+	return fmt.Sprintf("lease %s not ready (state %s, ceiling_ms %d, skew_ms %d)", st.Slot, st.State, st.CeilingMs, st.SkewMs)
+}

@@ -1,0 +1,183 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Client hands out IDs from a fleet of workers. It is safe for concurrent
+// use; make one per process and Close it when done.
+type Client struct {
+	cfg Config
+	log hclog.Logger
+	m   *metrics
+
+	eps atomic.Pointer[[]*endpoint] // the current workers, sorted by addr
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced when eps changes
+	closed  bool
+
+	zk     *zk.Conn
+	cancel context.CancelFunc
+	done   chan struct{} // discovery has returned
+}
+
+// New returns a Client for cfg. With Servers it opens a ZooKeeper session
+// and follows the lease nodes under Root; calls made before the first list
+// arrives wait for it (within their deadline). log and reg may be nil.
+func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, log: log, m: m, changed: make(chan struct{}), done: make(chan struct{})}
+	empty := []*endpoint{}
+	c.eps.Store(&empty)
+	if len(cfg.Static) > 0 {
+		c.setEndpoints(cfg.Static)
+		close(c.done)
+		return c, nil
+	}
+	conn, err := dialZK(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.zk, c.cancel = conn, cancel
+	go c.discover(ctx)
+	return c, nil
+}
+
+// Next returns one ID (a NEXTID). ctx's deadline bounds the whole call,
+// retries included (CallTimeout when it has none); a cancel without a
+// deadline is noticed between attempts, an attempt itself is bounded by
+// RequestTimeout.
+func (c *Client) Next(ctx context.Context) (int64, error) {
+	var id int64
+	err := c.call(ctx, func(conn *Conn) error {
+		v, err := conn.Next()
+		id = v
+		return err
+	})
+	return id, err
+}
+
+// NextN returns n IDs, 1 <= n <= MaxBatch, ascending, from one worker in
+// one request (a NEXTIDS n).
+func (c *Client) NextN(ctx context.Context, n int) ([]int64, error) {
+	if n < 1 || n > MaxBatch {
+		return nil, fmt.Errorf("%w: n must be in 1..%d, got %d", ErrBadCount, MaxBatch, n)
+	}
+	ids := make([]int64, n)
+	err := c.call(ctx, func(conn *Conn) error { return conn.NextN(ids) })
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// Endpoints lists the addresses of the workers the client knows, sorted.
+func (c *Client) Endpoints() []string {
+	eps := *c.eps.Load()
+	out := make([]string, len(eps))
+	for i, e := range eps {
+		out[i] = e.addr
+	}
+	return out
+}
+
+// Close stops discovery, closes the ZooKeeper session and every idle
+// connection; calls in flight finish and close theirs. Calls after Close
+// fail with ErrClosed. It is safe to call twice.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	if c.cancel != nil {
+		c.cancel()
+		// Closing the session first fails a discovery call that waits on an
+		// unreachable ensemble (go-zookeeper has no call timeouts).
+		c.zk.Close()
+		<-c.done
+	}
+	c.mu.Lock()
+	old := *c.eps.Load()
+	empty := []*endpoint{}
+	c.eps.Store(&empty)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+	for _, e := range old {
+		e.close()
+	}
+	return nil
+}
+
+// setEndpoints makes addrs the worker set, keeping the pools of workers
+// that stay and closing those of workers that left.
+func (c *Client) setEndpoints(addrs []string) {
+	addrs = slices.Clone(addrs)
+	slices.Sort(addrs)
+	addrs = slices.Compact(addrs)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	old := *c.eps.Load()
+	byAddr := make(map[string]*endpoint, len(old))
+	for _, e := range old {
+		byAddr[e.addr] = e
+	}
+	next := make([]*endpoint, 0, len(addrs))
+	for _, a := range addrs {
+		if e, ok := byAddr[a]; ok {
+			next = append(next, e)
+			delete(byAddr, a)
+			continue
+		}
+		next = append(next, newEndpoint(a, c.cfg.PoolSize))
+	}
+	c.eps.Store(&next)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+	c.m.endpoints.Set(float64(len(next)))
+	for _, e := range byAddr {
+		e.close()
+	}
+	if len(byAddr) > 0 || len(next) != len(old) {
+		c.log.Info("workers changed", "workers", len(next), "addrs", addrs)
+	}
+}
+
+// changedCh is closed at the next change of the worker set.
+func (c *Client) changedCh() (<-chan struct{}, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed, c.closed
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}

@@ -1,0 +1,229 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+)
+
+// MaxBatch is the most IDs one NEXTIDS may ask for.
+const MaxBatch = 4096
+
+// readBufSize holds a whole NEXTIDS 4096 reply (about 90 KB) in two reads.
+const readBufSize = 64 << 10
+
+// nextIDCmd is NEXTID as a RESP array of bulk strings.
+var nextIDCmd = []byte("*1\r\n$6\r\nNEXTID\r\n")
+
+// Conn is one RESP2 connection to one worker, with no discovery, pooling or
+// retries: the building block of Client, exported for tools that pipeline.
+// Requests are buffered by Send* and written by Flush; replies are read in
+// order by Receive*. A Conn is not safe for concurrent use.
+//
+// After an I/O error or a *ProtocolError the Conn is Broken and must be
+// closed; after a *ReplyError it stays usable.
+type Conn struct {
+	addr   string
+	nc     net.Conn
+	r      *bufio.Reader
+	wbuf   []byte
+	broken bool
+	used   time.Time // when the pool last handed it out
+}
+
+// Dial connects to a worker at addr (host:port); ctx bounds the dial.
+func Dial(ctx context.Context, addr string) (*Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial worker %s: %w", addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	return &Conn{addr: addr, nc: nc, r: bufio.NewReaderSize(nc, readBufSize), wbuf: make([]byte, 0, 256)}, nil
+}
+
+// Addr is the worker's address.
+func (c *Conn) Addr() string { return c.addr }
+
+// Broken reports an I/O or protocol error: the Conn must not be reused.
+func (c *Conn) Broken() bool { return c.broken }
+
+// SetDeadline bounds the reads and writes that follow.
+func (c *Conn) SetDeadline(t time.Time) error { return c.nc.SetDeadline(t) }
+
+// Close closes the connection.
+func (c *Conn) Close() error { return c.nc.Close() }
+
+// SendNext buffers a NEXTID.
+func (c *Conn) SendNext() { c.wbuf = append(c.wbuf, nextIDCmd...) }
+
+// SendNextN buffers a NEXTIDS n; n is not checked here (the worker answers
+// -ERR for a count outside 1..MaxBatch).
+func (c *Conn) SendNextN(n int) {
+	var num [20]byte
+	digits := strconv.AppendInt(num[:0], int64(n), 10)
+	c.wbuf = append(c.wbuf, "*2\r\n$7\r\nNEXTIDS\r\n$"...)
+	c.wbuf = strconv.AppendInt(c.wbuf, int64(len(digits)), 10)
+	c.wbuf = append(c.wbuf, "\r\n"...)
+	c.wbuf = append(c.wbuf, digits...)
+	c.wbuf = append(c.wbuf, "\r\n"...)
+}
+
+// Flush writes the buffered requests.
+func (c *Conn) Flush() error {
+	if len(c.wbuf) == 0 {
+		return nil
+	}
+	_, err := c.nc.Write(c.wbuf)
+	c.wbuf = c.wbuf[:0]
+	if err != nil {
+		c.broken = true
+		return fmt.Errorf("write to worker %s: %w", c.addr, err)
+	}
+	return nil
+}
+
+// Next sends a NEXTID and reads its reply.
+func (c *Conn) Next() (int64, error) {
+	c.SendNext()
+	if err := c.Flush(); err != nil {
+		return 0, err
+	}
+	return c.ReceiveNext()
+}
+
+// NextN sends a NEXTIDS len(dst) and reads the IDs into dst.
+func (c *Conn) NextN(dst []int64) error {
+	c.SendNextN(len(dst))
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	return c.ReceiveNextN(dst)
+}
+
+// ReceiveNext reads the reply of a NEXTID: a positive integer, or a
+// *ReplyError.
+func (c *Conn) ReceiveNext() (int64, error) {
+	line, err := c.readLine()
+	if err != nil {
+		return 0, err
+	}
+	switch line[0] {
+	case ':':
+		v, ok := parseInt(line[1:])
+		if !ok || v <= 0 {
+			return 0, c.protocol("NEXTID answered %q, not a positive integer", line)
+		}
+		return v, nil
+	case '-':
+		return 0, c.replyError(line[1:])
+	}
+	return 0, c.protocol("NEXTID answered %q, not an integer", line)
+}
+
+// ReceiveNextN reads the reply of a NEXTIDS len(dst) into dst: exactly
+// len(dst) positive, strictly ascending integers, or a *ReplyError.
+func (c *Conn) ReceiveNextN(dst []int64) error {
+	line, err := c.readLine()
+	if err != nil {
+		return err
+	}
+	switch line[0] {
+	case '*':
+	case '-':
+		return c.replyError(line[1:])
+	default:
+		return c.protocol("NEXTIDS answered %q, not an array", line)
+	}
+	n, ok := parseInt(line[1:])
+	if !ok || n != int64(len(dst)) {
+		return c.protocol("NEXTIDS %d answered an array of %q", len(dst), line[1:])
+	}
+	prev := int64(0)
+	for i := range dst {
+		line, err := c.readLine()
+		if err != nil {
+			return err
+		}
+		if line[0] != ':' {
+			return c.protocol("NEXTIDS element %d is %q, not an integer", i, line)
+		}
+		v, ok := parseInt(line[1:])
+		if !ok || v <= prev {
+			return c.protocol("NEXTIDS element %d is %q after %d: not positive and ascending", i, line, prev)
+		}
+		dst[i], prev = v, v
+	}
+	return nil
+}
+
+// readLine returns the next reply line without its CRLF; the slice is valid
+// until the next read.
+func (c *Conn) readLine() ([]byte, error) {
+	line, err := c.r.ReadSlice('\n')
+	if err != nil {
+		c.broken = true
+		if err == bufio.ErrBufferFull {
+			return nil, c.protocol("a reply line longer than %d bytes", readBufSize)
+		}
+		return nil, fmt.Errorf("read from worker %s: %w", c.addr, err)
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return nil, c.protocol("reply line %q does not end in CRLF", line)
+	}
+	return line[:len(line)-2], nil
+}
+
+func (c *Conn) replyError(msg []byte) *ReplyError {
+	s := string(msg)
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' {
+			return &ReplyError{Addr: c.addr, Code: s[:i], Message: s[i+1:]}
+		}
+	}
+	return &ReplyError{Addr: c.addr, Code: s}
+}
+
+func (c *Conn) protocol(format string, a ...any) *ProtocolError {
+	c.broken = true
+	return &ProtocolError{Addr: c.addr, Problem: fmt.Sprintf(format, a...)}
+}
+
+// parseInt parses a RESP integer without allocating.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false
+		}
+	}
+	var v uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		if v > (1<<63)/10 {
+			return 0, false
+		}
+		v = v*10 + uint64(ch-'0')
+		if v > 1<<63 {
+			return 0, false
+		}
+	}
+	if neg {
+		return -int64(v), true
+	}
+	if v > 1<<63-1 {
+		return 0, false
+	}
+	return int64(v), true
+}

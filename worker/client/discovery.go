@@ -1,0 +1,37 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+)
+
+func dialZK(cfg Config, log hclog.Logger) (*zk.Conn, error) {
+	conn, err := coordinator.Dial(cfg.Servers, cfg.Auth, cfg.SessionTimeout, log.Named("zk"))
+	if err != nil {
+		return nil, fmt.Errorf("client: open zookeeper session: %w", err)
+	}
+	return conn, nil
+}
+
+// discover follows the lease nodes until ctx ends: each holding lease with
+// an address is a worker. WatchLeases keeps the last good list while
+// ZooKeeper is away, so the workers stay in use through an outage.
+func (c *Client) discover(ctx context.Context) {
+	defer close(c.done)
+	for leases := range coordinator.WatchLeases(ctx, c.zk, c.cfg.Root) {
+		addrs := make([]string, 0, len(leases))
+		for _, l := range leases {
+			if l.Addr == "" {
+				c.log.Warn("lease node without an address", "node", l.Node, "slot", l.Slot.String())
+				continue
+			}
+			addrs = append(addrs, l.Addr)
+		}
+		c.setEndpoints(addrs)
+	}
+}

@@ -1,0 +1,17 @@
+// Package client is the Go client of a snowfleet fleet: it finds the workers
+// (from the lease nodes in ZooKeeper, watched for changes, or from a static
+// address list), keeps a small pool of persistent connections to each,
+// spreads calls across the healthy ones (power of two choices on in-flight
+// calls) and retries on another worker when one answers -NOLEASE or
+// -CLOCKBACK or its connection breaks, within the caller's deadline.
+//
+// It speaks RESP2 itself rather than through a Redis library: the ID
+// commands need three reply types (integer, array of integers, error), and a
+// hand-written reader parses the integers straight out of the read buffer
+// into the caller's slice, so Next allocates nothing
+// and NextN only its result. Conn, the single-connection building block, is
+// exported for tools that pipeline (snowflakectl bench).
+//
+// Every ID a call returns has been checked: positive, and for NextN exactly n
+// of them, strictly ascending.
+package client

@@ -1,0 +1,63 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNoWorkers: no worker gave IDs before the deadline, because none was
+	// known, or every one tried failed; the error also wraps the last
+	// failure and the context's error.
+	ErrNoWorkers = errors.New("no worker available")
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("client is closed")
+	// ErrBadCount: NextN was asked for a count outside 1..MaxBatch.
+	ErrBadCount = errors.New("count out of range")
+)
+
+// Reply codes a worker puts first in an error reply.
+const (
+	// CodeNoLease: the worker holds no lease (claiming, standby, past its
+	// ceiling, sealed, clock skew): another worker can serve.
+	CodeNoLease = "NOLEASE"
+	// CodeClockBack: the worker's clock is behind its last issued timestamp.
+	CodeClockBack = "CLOCKBACK"
+	// CodeErr: the request was wrong; retrying elsewhere will not help.
+	CodeErr = "ERR"
+)
+
+// ReplyError is an error reply of a worker, e.g. "-NOLEASE no lease held".
+type ReplyError struct {
+	// Addr is the worker that answered.
+	Addr string
+	// Code is the reply's first word: CodeNoLease, CodeClockBack, CodeErr or
+	// whatever else the peer sent.
+	Code string
+	// Message is the rest of the reply.
+	Message string
+}
+
+func (e *ReplyError) Error() string {
+	if e.Addr == "" {
+		return e.Code + " " + e.Message
+	}
+	return fmt.Sprintf("worker %s: %s %s", e.Addr, e.Code, e.Message)
+}
+
+// Retryable reports whether another worker may serve what this one refused.
+func (e *ReplyError) Retryable() bool { return e.Code == CodeNoLease || e.Code == CodeClockBack }
+
+// ProtocolError is a reply that breaks the protocol or its promises (not
+// RESP, the wrong type, the wrong count, IDs not positive or not
+// ascending). The connection it came on is closed.
+type ProtocolError struct {
+	// Addr is the worker that sent it.
+	Addr string
+	// Problem says what was wrong.
+	Problem string
+}
+
+func (e *ProtocolError) Error() string {
+	return fmt.Sprintf("worker %s: bad reply: %s", e.Addr, e.Problem)
+}

@@ -1,0 +1,304 @@
+package fleettest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snowfleet/snowfleet/coordinator/zktest"
+)
+
+// Package is the import path of the daemon that Binary builds.
+const Package = "github.com/snowfleet/snowfleet/cmd/snowflaked"
+
+// builds are the binaries built so far, by build tags.
+var builds struct {
+	mu   sync.Mutex
+	dir  string
+	bins map[string]*binary
+}
+
+type binary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Main runs the tests of a package and removes the binaries Binary built:
+// func TestMain(m *testing.M) { os.Exit(fleettest.Main(m)) }.
+func Main(m *testing.M) int {
+	rc := m.Run()
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	if builds.dir != "" {
+		_ = os.RemoveAll(builds.dir)
+	}
+	return rc
+}
+
+// Binary builds snowflaked (once per test binary, with the race detector
+// when the tests run with it) and returns its path.
+func Binary(t testing.TB) string { return BinaryWith(t, "") }
+
+// BinaryWith is Binary built with build tags (comma-separated), e.g.
+// "chaos" for the build whose clock a file can move.
+func BinaryWith(t testing.TB, tags string) string {
+	t.Helper()
+	builds.mu.Lock()
+	if builds.bins == nil {
+		builds.bins = map[string]*binary{}
+	}
+	b := builds.bins[tags]
+	if b == nil {
+		b = &binary{}
+		builds.bins[tags] = b
+	}
+	if builds.dir == "" {
+		dir, err := os.MkdirTemp("", "fleettest-")
+		if err != nil {
+			builds.mu.Unlock()
+			t.Fatalf("fleettest: %v", err)
+		}
+		builds.dir = dir
+	}
+	dir := builds.dir
+	builds.mu.Unlock()
+	b.once.Do(func() {
+		name := "snowflaked"
+		if tags != "" {
+			name += "-" + strings.ReplaceAll(tags, ",", "-")
+		}
+		b.path = filepath.Join(dir, name)
+		args := []string{"build", "-o", b.path}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		if tags != "" {
+			args = append(args, "-tags", tags)
+		}
+		out, err := exec.Command("go", append(args, Package)...).CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("go build %s: %w\n%s", Package, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("fleettest: %v", b.err)
+	}
+	return b.path
+}
+
+// Options configure one worker. Zero durations leave the daemon's default.
+type Options struct {
+	// ZK is the ZooKeeper address list (comma-separated) for --zk.
+	ZK string
+	// Root is --zk-root; empty leaves the default /snowflake.
+	Root string
+	// SessionTimeout is --session-timeout; default 2s here, so a killed
+	// worker's lease goes within seconds.
+	SessionTimeout time.Duration
+	// Renew and Horizon are --renew and --horizon when set.
+	Renew, Horizon time.Duration
+	// Args are further flags.
+	Args []string
+	// Tags are build tags for the binary (see BinaryWith), e.g. "chaos".
+	Tags string
+	// Env are extra KEY=value variables; SNOWFLAKE_* from the test's own
+	// environment are never passed on.
+	Env []string
+}
+
+// Worker is one running snowflaked process.
+type Worker struct {
+	// Addr is the RESP address (--listen and --advertise), HTTP the admin one.
+	Addr, HTTP string
+	// LogPath receives the process's stdout and stderr.
+	LogPath string
+
+	t      testing.TB
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error // from Wait, valid once exited is closed
+}
+
+// Start runs a worker and stops it (SIGKILL) when the test ends. It does
+// not wait for a lease; see WaitReady.
+func Start(t testing.TB, opts Options) *Worker {
+	t.Helper()
+	bin := BinaryWith(t, opts.Tags)
+	if opts.SessionTimeout == 0 {
+		opts.SessionTimeout = 2 * time.Second
+	}
+	// A port found free can be taken by another process before the worker
+	// binds it (test packages run in parallel): start again on new ports.
+	for attempt := 1; ; attempt++ {
+		w := startOnce(t, bin, opts)
+		if attempt == 5 || !w.lostPortRace() {
+			return w
+		}
+	}
+}
+
+// lostPortRace waits until the worker answers /healthz (both ports bound)
+// or exits, and reports an exit because a port was taken meanwhile.
+func (w *Worker) lostPortRace() bool {
+	hc := &http.Client{Timeout: time.Second}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		select {
+		case <-w.exited:
+			return strings.Contains(w.Log(), "address already in use")
+		default:
+		}
+		if resp, err := hc.Get("http://" + w.HTTP + "/healthz"); err == nil {
+			resp.Body.Close()
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+func startOnce(t testing.TB, bin string, opts Options) *Worker {
+	t.Helper()
+	w := &Worker{t: t, Addr: FreeAddr(t), HTTP: FreeAddr(t), exited: make(chan struct{})}
+	args := []string{"--zk", opts.ZK, "--listen", w.Addr, "--http", w.HTTP,
+		"--advertise", w.Addr, "--session-timeout", opts.SessionTimeout.String()}
+	if opts.Root != "" {
+		args = append(args, "--zk-root", opts.Root)
+	}
+	if opts.Renew != 0 {
+		args = append(args, "--renew", opts.Renew.String())
+	}
+	if opts.Horizon != 0 {
+		args = append(args, "--horizon", opts.Horizon.String())
+	}
+	args = append(args, opts.Args...)
+	logf, err := os.CreateTemp(t.TempDir(), "snowflaked-*.log")
+	if err != nil {
+		t.Fatalf("fleettest: %v", err)
+	}
+	w.LogPath = logf.Name()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(cleanEnv(), opts.Env...)
+	// The worker dies with the test binary even if cleanup never runs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatalf("fleettest: start %s: %v", bin, err)
+	}
+	w.cmd = cmd
+	go func() { w.err = cmd.Wait(); logf.Close(); close(w.exited) }()
+	t.Cleanup(w.Kill)
+	return w
+}
+
+// cleanEnv drops SNOWFLAKE_* so the caller's environment cannot change the
+// flags a test chose.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SNOWFLAKE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+// PID is the worker's process id.
+func (w *Worker) PID() int { return w.cmd.Process.Pid }
+
+// WaitReady waits until /readyz answers 200 (a lease held and serving).
+func (w *Worker) WaitReady(timeout time.Duration) {
+	w.t.Helper()
+	if err := w.waitStatus(http.StatusOK, timeout); err != nil {
+		w.t.Fatalf("fleettest: worker %s not ready: %v\nlog %s:\n%s", w.Addr, err, w.LogPath, w.Log())
+	}
+}
+
+func (w *Worker) waitStatus(want int, timeout time.Duration) error {
+	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	last := errors.New("no answer yet")
+	for time.Now().Before(deadline) {
+		select {
+		case <-w.exited:
+			return fmt.Errorf("exited: %v", w.err)
+		default:
+		}
+		resp, err := hc.Get("http://" + w.HTTP + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == want {
+				return nil
+			}
+			last = fmt.Errorf("/readyz answered %s", resp.Status)
+		} else {
+			last = err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("after %v: %w", timeout, last)
+}
+
+// Kill sends SIGKILL (a crash: the lease stays until the session expires)
+// and waits for the exit. Safe to call twice.
+func (w *Worker) Kill() {
+	_ = w.cmd.Process.Signal(syscall.SIGKILL)
+	<-w.exited
+}
+
+// Term sends SIGTERM (a clean shutdown that releases the lease) and waits
+// up to timeout for the exit; it returns the process's exit error.
+func (w *Worker) Term(timeout time.Duration) error {
+	w.t.Helper()
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-w.exited:
+		return w.err
+	case <-time.After(timeout):
+		w.Kill()
+		return fmt.Errorf("worker %s did not exit %v after SIGTERM", w.Addr, timeout)
+	}
+}
+
+// Exited is closed when the process has exited.
+func (w *Worker) Exited() <-chan struct{} { return w.exited }
+
+// Log is the worker's output so far (the last 8 KB).
+func (w *Worker) Log() string {
+	b, _ := os.ReadFile(w.LogPath)
+	if len(b) > 8<<10 {
+		b = b[len(b)-8<<10:]
+	}
+	return string(b)
+}
+
+// FreeAddr returns a loopback address with a port free at the time of the
+// call (zktest.FreeAddr).
+func FreeAddr(t testing.TB) string { return zktest.FreeAddr(t) }
+
+// WaitFor polls cond every 20ms until it holds or timeout passes; it
+// reports whether it held.
+func WaitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		if cond() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return cond()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package worker
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Listen is the address the ID service listens on, as configured (for
+	// INFO and /status; Serve is handed the listener itself).
+	Listen string
+	// Advertise is the address clients reach this worker at, as published in
+	// its lease node (for INFO and /status).
+	Advertise string
+	// Version is the worker's build, shown by INFO, HELLO and /status.
+	Version string
+	// MaxConns caps the open client connections; one more is answered
+	// "-ERR max number of clients reached" and closed.
+	MaxConns int
+	// IdleTimeout closes a connection that sent nothing for this long
+	// between requests; 0 keeps idle connections open forever.
+	IdleTimeout time.Duration
+	// ReadTimeout bounds how long a request may take to arrive once its first
+	// byte has: a half-written request is dropped after it.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write of replies: a client that stops reading
+	// is disconnected after it.
+	WriteTimeout time.Duration
+	// DrainTimeout bounds Shutdown: requests already received get their
+	// replies within it, then every connection is closed.
+	DrainTimeout time.Duration
+	// Clock is the lease's time source, used to explain why the lease is not
+	// ready (past its ceiling, clock behind); nil means snowflake.SystemClock.
+	Clock snowflake.Clock
+}
+
+// DefaultConfig listens on :7609 with up to 10,000 connections, a 5-minute
+// idle timeout, 10 s to finish a started request or a write, and 5 s to drain.
+func DefaultConfig() Config {
+	return Config{
+		Listen:       ":7609",
+		MaxConns:     10000,
+		IdleTimeout:  5 * time.Minute,
+		ReadTimeout:  10 * time.Second,
+		WriteTimeout: 10 * time.Second,
+		DrainTimeout: 5 * time.Second,
+		Clock:        snowflake.SystemClock{},
+	}
+}
+
+// Validate names the first field that is out of range.
+func (c Config) Validate() error {
+	if c.MaxConns < 1 || c.MaxConns > 1_000_000 {
+		return fmt.Errorf("config MaxConns %d is out of range 1..1000000", c.MaxConns)
+	}
+	if c.IdleTimeout < 0 {
+		return fmt.Errorf("config IdleTimeout %v is negative (0 = never)", c.IdleTimeout)
+	}
+	if c.ReadTimeout <= 0 {
+		return fmt.Errorf("config ReadTimeout %v must be positive", c.ReadTimeout)
+	}
+	if c.WriteTimeout <= 0 {
+		return fmt.Errorf("config WriteTimeout %v must be positive", c.WriteTimeout)
+	}
+	if c.DrainTimeout <= 0 {
+		return fmt.Errorf("config DrainTimeout %v must be positive", c.DrainTimeout)
+	}
+	return nil
+}

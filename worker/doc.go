@@ -1,0 +1,16 @@
+// Package worker serves Snowflake IDs over the Redis protocol (RESP2), so
+// redis-cli, redis-benchmark and any Redis client library are clients, and
+// serves the worker's admin HTTP endpoints (/metrics, /healthz, /readyz,
+// /status).
+//
+// IDs come from the lease's current generator (a coordinator.Coordinator in
+// snowflaked); while no lease is held, or the lease is not ready, every ID
+// command answers -NOLEASE or -CLOCKBACK and /readyz is 503.
+//
+// The server is one goroutine per connection with small buffers of its own:
+// a hand-written parser works in place on the read buffer (no copy, no
+// allocation per request, hard limits on every length before anything is
+// allocated), replies are appended to a write buffer that is flushed only
+// when the read buffer holds no further complete request, so a pipeline of
+// N requests costs one read and one write.
+package worker

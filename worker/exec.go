@@ -1,0 +1,183 @@
+package worker
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// exec runs one request and appends its reply. It returns false when the
+// connection must close after the reply (QUIT).
+func (c *conn) exec(args [][]byte) bool {
+	k := lookup(args[0])
+	res := resOK
+	keep := true
+	switch {
+	case k == cmdUnknown:
+		c.wbuf = append(c.wbuf, "-ERR unknown command '"...)
+		c.wbuf = appendQuoted(c.wbuf, args[0])
+		c.wbuf = append(c.wbuf, "'\r\n"...)
+		res = resError
+	case !k.arityOK(len(args)):
+		c.wrongArgs(k.String())
+		res = resError
+	default:
+		res, keep = c.run(k, args)
+	}
+	c.s.m.requests[k][res].Inc()
+	// Its latency is observed when its reply is written (flush): reading
+	// the clock per request costs more than the request on a VM.
+	c.pending[k]++
+	return keep
+}
+
+func (c *conn) run(k cmdKind, args [][]byte) (result, bool) {
+	switch k {
+	case cmdNextID:
+		return c.nextIDs(1, false), true
+	case cmdNextIDs:
+		n, ok := parseInt(args[1])
+		if !ok || n < 1 || n > snowflake.MaxBatch {
+			c.wbuf = append(c.wbuf, "-ERR count must be an integer in 1..4096, got '"...)
+			c.wbuf = appendQuoted(c.wbuf, args[1])
+			c.wbuf = append(c.wbuf, "'\r\n"...)
+			return resError, true
+		}
+		return c.nextIDs(int(n), true), true
+	case cmdPing:
+		return c.ping(args), true
+	case cmdEcho:
+		c.wbuf = appendBulk(c.wbuf, args[1])
+		return resOK, true
+	case cmdDecode:
+		return c.decode(args[1]), true
+	case cmdInfo:
+		return c.info(args[1:]), true
+	case cmdQuit:
+		c.wbuf = appendSimple(c.wbuf, "OK")
+		return resOK, false
+	case cmdHello:
+		return c.hello(args[1:]), true
+	case cmdCommand:
+		return c.command(args[1:]), true
+	case cmdClient:
+		return c.client(args[1:]), true
+	case cmdSelect:
+		if n, ok := parseInt(args[1]); !ok || n != 0 {
+			c.wbuf = appendError(c.wbuf, "ERR DB index is out of range (this server has only database 0)")
+			return resError, true
+		}
+		c.wbuf = appendSimple(c.wbuf, "OK")
+		return resOK, true
+	case cmdConfig:
+		return c.config(args[1:]), true
+	case cmdAuth:
+		// As Redis with its default, password-less user: AUTH user pass is
+		// accepted, AUTH pass is a configuration mistake worth reporting.
+		if len(args) == 3 {
+			c.wbuf = appendSimple(c.wbuf, "OK")
+			return resOK, true
+		}
+		if len(args) != 2 {
+			c.wrongArgs("auth")
+			return resError, true
+		}
+		c.wbuf = appendError(c.wbuf, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return resError, true
+	}
+	return resError, true
+}
+
+func (c *conn) wrongArgs(name string) {
+	c.wbuf = append(c.wbuf, "-ERR wrong number of arguments for '"...)
+	c.wbuf = append(c.wbuf, name...)
+	c.wbuf = append(c.wbuf, "' command\r\n"...)
+}
+
+// nextIDs is the hot path: one Ready check, one CAS in the generator, and
+// the integers appended straight into the write buffer.
+func (c *conn) nextIDs(n int, array bool) result {
+	l := c.s.lease
+	g := l.Generator()
+	// Ready is checked once per read, not per request: the generator itself
+	// refuses, per ID, past the ceiling, with the clock behind, or sealed;
+	// what only Ready knows (the skew) changes on the scale of renewals.
+	if !c.ready || g == nil {
+		if !l.Ready() || g == nil {
+			if r := c.notReady(); r != resRetry {
+				return r
+			}
+			if g = l.Generator(); g == nil {
+				return c.leaseReply(resNoLease, "this worker holds no lease; try another worker")
+			}
+		}
+		c.ready = true
+	}
+	first, err := g.NextN(n)
+	if err != nil {
+		return c.idError(err)
+	}
+	c.s.m.ids.Add(float64(n))
+	if !array {
+		c.wbuf = appendInt(c.wbuf, first)
+		return resOK
+	}
+	// The largest reply is 4096 IDs of at most 22 bytes each.
+	if free := cap(c.wbuf) - len(c.wbuf); free < n*22+16 {
+		nb := make([]byte, len(c.wbuf), len(c.wbuf)+n*22+16)
+		copy(nb, c.wbuf)
+		c.wbuf = nb
+	}
+	c.wbuf = appendArrayHeader(c.wbuf, n)
+	for id := first; id < first+int64(n); id++ {
+		c.wbuf = append(c.wbuf, ':')
+		c.wbuf = strconv.AppendInt(c.wbuf, id, 10)
+		c.wbuf = append(c.wbuf, '\r', '\n')
+	}
+	return resOK
+}
+
+func (c *conn) ping(args [][]byte) result {
+	switch len(args) {
+	case 1:
+		c.wbuf = appendSimple(c.wbuf, "PONG")
+	case 2:
+		c.wbuf = appendBulk(c.wbuf, args[1])
+	default:
+		c.wrongArgs("ping")
+		return resError
+	}
+	return resOK
+}
+
+// decode answers a flat field/value array, like HGETALL, so that
+// redis-cli shows it as pairs and clients read it as a map.
+func (c *conn) decode(arg []byte) result {
+	id, ok := parseInt(arg)
+	if !ok || id < 0 {
+		c.wbuf = append(c.wbuf, "-ERR id must be a non-negative 64-bit integer, got '"...)
+		c.wbuf = appendQuoted(c.wbuf, arg)
+		c.wbuf = append(c.wbuf, "'\r\n"...)
+		return resError
+	}
+	f, err := snowflake.Decode(id)
+	if err != nil {
+		c.wbuf = append(c.wbuf, "-ERR "...)
+		c.wbuf = appendClean(c.wbuf, err.Error())
+		c.wbuf = append(c.wbuf, '\r', '\n')
+		return resError
+	}
+	c.wbuf = appendArrayHeader(c.wbuf, 10)
+	c.wbuf = appendBulkString(c.wbuf, "unix_ms")
+	c.wbuf = appendInt(c.wbuf, f.UnixMs)
+	c.wbuf = appendBulkString(c.wbuf, "time")
+	c.wbuf = appendBulk(c.wbuf, f.Time().UTC().AppendFormat(c.scratch[:0], time.RFC3339Nano))
+	c.wbuf = appendBulkString(c.wbuf, "datacenter")
+	c.wbuf = appendInt(c.wbuf, int64(f.Datacenter))
+	c.wbuf = appendBulkString(c.wbuf, "machine")
+	c.wbuf = appendInt(c.wbuf, int64(f.Machine))
+	c.wbuf = appendBulkString(c.wbuf, "sequence")
+	c.wbuf = appendInt(c.wbuf, int64(f.Sequence))
+	return resOK
+}

@@ -1,0 +1,191 @@
+package worker
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zktest"
+)
+
+// testWorker is a coordinator (on a real ZooKeeper) and a server on a
+// loopback port, stopped when the test ends.
+type testWorker struct {
+	t     testing.TB
+	coord *coordinator.Coordinator
+	srv   *Server
+	reg   *prometheus.Registry
+	addr  string
+	admin *httptest.Server
+	stop  func()
+}
+
+var roots atomic.Int64
+
+// startWorker runs a worker against zkAddr under a fresh root. wait says
+// whether to wait for the lease to be ready.
+func startWorker(t testing.TB, zkAddr string, wait bool, mutate func(*Config)) *testWorker {
+	t.Helper()
+	return startWorkerWith(t, zkAddr, wait, mutate, func(cc *coordinator.Config) {
+		cc.SessionTimeout, cc.Renew, cc.Horizon = 2*time.Second, 200*time.Millisecond, time.Second
+		cc.ReleaseTimeout = time.Second
+	})
+}
+
+// startWorkerWith is startWorker with the coordinator's config adjusted by
+// mutateCoord (default timings when nil).
+func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config), mutateCoord func(*coordinator.Config)) *testWorker {
+	t.Helper()
+	cc := coordinator.DefaultConfig()
+	cc.Servers = []string{zkAddr}
+	cc.Root = fmt.Sprintf("/worker-test-%d-%d", time.Now().UnixNano(), roots.Add(1))
+	if mutateCoord != nil {
+		mutateCoord(&cc)
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{t}})
+	reg := prometheus.NewRegistry()
+	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Version = "test"
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	srv, err := New(cfg, coord, log.Named("worker"), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	leaseDone := make(chan error, 1)
+	go func() { leaseDone <- coord.Run(ctx) }()
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- srv.Serve(ln) }()
+	w := &testWorker{t: t, coord: coord, srv: srv, reg: reg, addr: ln.Addr().String()}
+	w.admin = httptest.NewServer(srv.Handler(reg))
+	var stopped atomic.Bool
+	w.stop = func() {
+		if stopped.Swap(true) {
+			return
+		}
+		_ = srv.Shutdown(context.Background())
+		if err := <-serveDone; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		cancel()
+		if err := <-leaseDone; err != nil {
+			t.Errorf("lease: %v", err)
+		}
+		w.admin.Close()
+	}
+	t.Cleanup(w.stop)
+	if wait {
+		deadline := time.Now().Add(15 * time.Second)
+		for !coord.Ready() {
+			if time.Now().After(deadline) {
+				t.Fatalf("lease not ready after 15s: %+v", coord.Status())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return w
+}
+
+func (w *testWorker) client(opts ...func(*redis.Options)) *redis.Client {
+	o := &redis.Options{Addr: w.addr, PoolSize: 4, MaxRetries: -1, DialTimeout: 2 * time.Second,
+		ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
+	for _, f := range opts {
+		f(o)
+	}
+	c := redis.NewClient(o)
+	w.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// raw is a plain TCP connection for sending bytes as they are.
+type raw struct {
+	t  testing.TB
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func (w *testWorker) dial(t testing.TB) *raw {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", w.addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	return &raw{t: t, nc: nc, br: bufio.NewReader(nc)}
+}
+
+func (r *raw) send(s string) {
+	r.t.Helper()
+	_ = r.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.nc.Write([]byte(s)); err != nil {
+		r.t.Fatalf("write %q: %v", s, err)
+	}
+}
+
+// line reads one reply line (without CRLF); "" and an error at EOF.
+func (r *raw) line() (string, error) {
+	_ = r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	s, err := r.br.ReadString('\n')
+	return strings.TrimSuffix(s, "\r\n"), err
+}
+
+func (r *raw) expect(want string) {
+	r.t.Helper()
+	got, err := r.line()
+	if err != nil || got != want {
+		r.t.Fatalf("reply = %q, %v; want %q", got, err, want)
+	}
+}
+
+func (r *raw) expectPrefix(want string) string {
+	r.t.Helper()
+	got, err := r.line()
+	if err != nil || !strings.HasPrefix(got, want) {
+		r.t.Fatalf("reply = %q, %v; want prefix %q", got, err, want)
+	}
+	return got
+}
+
+// expectClosed checks that the server closed the connection.
+func (r *raw) expectClosed() {
+	r.t.Helper()
+	_ = r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, err := r.br.ReadByte()
+	if err == nil {
+		rest, _ := r.br.Peek(r.br.Buffered())
+		r.t.Fatalf("connection still open; read %q", string(b)+string(rest))
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		r.t.Fatalf("connection still open after 5s")
+	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func startZK(t testing.TB) *zktest.Server { return zktest.Start(t) }

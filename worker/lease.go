@@ -1,0 +1,89 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// Lease is where the server takes IDs from: a *coordinator.Coordinator.
+type Lease interface {
+	// Generator is the current lease's generator, nil while none is held;
+	// it is loaded per request, since every claim makes a new one.
+	Generator() *snowflake.Generator
+	// Ready reports whether IDs may be issued now.
+	Ready() bool
+	// Status is a snapshot for INFO and /status.
+	Status() coordinator.Status
+}
+
+// resRetry from notReady: the lease became ready meanwhile; issue the IDs.
+const resRetry = numResults
+
+// notReady explains, as -NOLEASE or -CLOCKBACK, why the lease may not issue
+// IDs now, or returns resRetry when it may again (a renewal landed since the
+// Ready check). It is off the hot path.
+func (c *conn) notReady() result {
+	l := c.s.lease
+	g := l.Generator()
+	if g == nil || g.Sealed() {
+		st := l.Status()
+		return c.leaseReply(resNoLease, fmt.Sprintf("this worker holds no lease (state %s); try another worker", st.State))
+	}
+	now := c.s.clock.UnixNano() / int64(time.Millisecond)
+	if ceil := g.Ceiling(); now >= ceil {
+		return c.leaseReply(resNoLease, fmt.Sprintf(
+			"this worker's lease ceiling passed %dms ago and ZooKeeper has not confirmed a new one; try another worker", now-ceil))
+	}
+	if last := g.LastMs(); now < last {
+		return c.leaseReply(resClockBack, fmt.Sprintf(
+			"the clock is %dms behind the last issued ID; this worker issues none until it catches up; try another worker", last-now))
+	}
+	if l.Ready() {
+		return resRetry
+	}
+	st := l.Status()
+	if st.State == coordinator.StateServing || st.State == coordinator.StateDisconnected {
+		return c.leaseReply(resNoLease, fmt.Sprintf(
+			"this worker's lease %s is not ready: its clock is %dms off ZooKeeper's (state %s); try another worker", st.Slot, st.SkewMs, st.State))
+	}
+	return c.leaseReply(resNoLease, fmt.Sprintf("this worker's lease is not ready (state %s); try another worker", st.State))
+}
+
+// idError maps a generator error to its reply.
+func (c *conn) idError(err error) result {
+	var rb *snowflake.RollbackError
+	var ce *snowflake.CeilingError
+	switch {
+	case errors.As(err, &rb):
+		return c.leaseReply(resClockBack, fmt.Sprintf(
+			"the clock is %v behind the last issued ID; this worker issues none until it catches up; try another worker", rb.Behind.Round(time.Microsecond)))
+	case errors.Is(err, snowflake.ErrClockRollback):
+		return c.leaseReply(resClockBack, err.Error()+"; try another worker")
+	case errors.As(err, &ce):
+		return c.leaseReply(resNoLease, fmt.Sprintf(
+			"this worker's lease ceiling passed %dms ago and ZooKeeper has not confirmed a new one; try another worker", ce.NowMs-ce.CeilingMs))
+	case errors.Is(err, snowflake.ErrSealed):
+		return c.leaseReply(resNoLease, "this worker's lease was released or lost; try another worker")
+	case errors.Is(err, snowflake.ErrNoLease):
+		return c.leaseReply(resNoLease, err.Error()+"; try another worker")
+	}
+	c.wbuf = append(c.wbuf, "-ERR "...)
+	c.wbuf = appendClean(c.wbuf, err.Error())
+	c.wbuf = append(c.wbuf, '\r', '\n')
+	return resError
+}
+
+func (c *conn) leaseReply(r result, msg string) result {
+	code := "-NOLEASE "
+	if r == resClockBack {
+		code = "-CLOCKBACK "
+	}
+	c.wbuf = append(c.wbuf, code...)
+	c.wbuf = appendClean(c.wbuf, msg)
+	c.wbuf = append(c.wbuf, '\r', '\n')
+	return r
+}

@@ -1,0 +1,68 @@
+package worker
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics are resolved per command and result up front, so the hot path
+// touches no label maps.
+type metrics struct {
+	ids        prometheus.Counter
+	requests   [numCmds][numResults]prometheus.Counter
+	latency    [numCmds]prometheus.Observer
+	conns      prometheus.Gauge
+	connsTotal prometheus.Counter
+	rejected   prometheus.Counter
+	protoErrs  prometheus.Counter
+	timeouts   *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	ids := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "snowflake_worker_ids_issued_total",
+		Help: "IDs handed to clients (NEXTID counts 1, NEXTIDS n counts n).",
+	})
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "snowflake_worker_requests_total",
+		Help: "Requests by command and result (ok, error, nolease, clockback).",
+	}, []string{"command", "result"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "snowflake_worker_request_duration_seconds",
+		Help:    "Time from the read that brought a request to the write of its reply, by command (pipelined requests share their batch's time).",
+		Buckets: prometheus.ExponentialBuckets(1e-6, 4, 10), // 1µs .. 262ms
+	}, []string{"command"})
+	m := &metrics{
+		ids: ids,
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snowflake_worker_connections",
+			Help: "Client connections open now.",
+		}),
+		connsTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_connections_total",
+			Help: "Client connections accepted.",
+		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_connections_rejected_total",
+			Help: "Client connections refused because MaxConns were open.",
+		}),
+		protoErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_protocol_errors_total",
+			Help: "Connections closed for a malformed request.",
+		}),
+		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snowflake_worker_connection_timeouts_total",
+			Help: "Connections closed by a timeout, by kind (idle, read, write).",
+		}, []string{"kind"}),
+	}
+	for k := cmdKind(0); k < numCmds; k++ {
+		m.latency[k] = latency.WithLabelValues(k.String())
+		for r := result(0); r < numResults; r++ {
+			m.requests[k][r] = requests.WithLabelValues(k.String(), r.String())
+		}
+	}
+	for _, kind := range []string{"idle", "read", "write"} {
+		m.timeouts.WithLabelValues(kind)
+	}
+	if reg != nil {
+		reg.MustRegister(ids, requests, latency, m.conns, m.connsTotal, m.rejected, m.protoErrs, m.timeouts)
+	}
+	return m
+}

@@ -1,0 +1,230 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// ErrServerClosed: Serve was called on a server that was shut down.
+var ErrServerClosed = errors.New("worker: server closed")
+
+// Server is the RESP ID service. Serve is an oklog/run actor's execute,
+// Shutdown its interrupt.
+type Server struct {
+	cfg   Config
+	lease Lease
+	log   hclog.Logger
+	m     *metrics
+	clock snowflake.Clock
+
+	started  time.Time
+	open     atomic.Int64 // connections open now
+	accepted atomic.Int64 // connections accepted, also the next connection id
+	draining atomic.Bool
+
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[*conn]struct{}
+	wg       sync.WaitGroup // one per connection goroutine
+	shutdown chan struct{}  // closed by Shutdown
+	done     chan struct{}  // closed when drained
+	doneOnce sync.Once
+}
+
+// New returns a server taking IDs from lease. reg may be nil.
+func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("new worker: %w", err)
+	}
+	if lease == nil {
+		return nil, fmt.Errorf("new worker: lease is nil")
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = snowflake.SystemClock{}
+	}
+	return &Server{
+		cfg: cfg, lease: lease, log: log, m: newMetrics(reg), clock: clock,
+		started: time.Now(), conns: map[*conn]struct{}{},
+		shutdown: make(chan struct{}), done: make(chan struct{}),
+	}, nil
+}
+
+// Serve accepts connections on ln until Shutdown, then returns nil (after
+// the connections drained, so that the caller may release the lease next).
+// It returns an error if ln fails for good.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.draining.Load() {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrServerClosed
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	s.log.Info("serving ids", "addr", ln.Addr().String(), "max_conns", s.cfg.MaxConns)
+	err := s.accept(ln)
+	if s.draining.Load() {
+		<-s.done
+		return nil
+	}
+	// The listener broke without Shutdown: close what is open and report.
+	s.closeAll()
+	s.wg.Wait()
+	s.finish()
+	return fmt.Errorf("worker: accept: %w", err)
+}
+
+func (s *Server) accept(ln net.Listener) error {
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.draining.Load() {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				// Out of file descriptors and the like: back off, as
+				// net/http does, instead of spinning or quitting.
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", "error", err, "backoff", backoff)
+				select {
+				case <-time.After(backoff):
+				case <-s.shutdown:
+				}
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		if s.open.Load() >= int64(s.cfg.MaxConns) {
+			s.reject(nc)
+			continue
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := newConn(s, nc, s.accepted.Add(1))
+		s.mu.Lock()
+		if s.draining.Load() {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.open.Add(1)
+		s.m.conns.Inc()
+		s.m.connsTotal.Inc()
+		go s.serveConn(c)
+	}
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// reject answers one connection past MaxConns, as Redis does, and closes
+// it; the accept loop never waits on it for long.
+func (s *Server) reject(nc net.Conn) {
+	s.m.rejected.Inc()
+	_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+	_, _ = nc.Write([]byte("-ERR max number of clients reached\r\n"))
+	nc.Close()
+}
+
+func (s *Server) serveConn(c *conn) {
+	defer func() {
+		c.nc.Close()
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		s.open.Add(-1)
+		s.m.conns.Dec()
+		s.wg.Done()
+	}()
+	c.serve()
+}
+
+// Shutdown stops accepting, lets every connection finish the requests it
+// has received (replies written), closes idle connections at once, and
+// returns when all are closed. When ctx ends first (or DrainTimeout passes)
+// the remaining connections are closed. Safe to call twice, and before or
+// after Serve.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	first := !s.draining.Swap(true)
+	if first {
+		close(s.shutdown)
+		if s.ln != nil {
+			s.ln.Close()
+		}
+		// Wake every connection blocked in a read; see conn.serve for why
+		// this cannot miss one.
+		now := time.Now()
+		for c := range s.conns {
+			_ = c.nc.SetReadDeadline(now)
+		}
+	}
+	s.mu.Unlock()
+	if !first {
+		select {
+		case <-s.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
+	defer cancel()
+	drained := make(chan struct{})
+	go func() { s.wg.Wait(); close(drained) }()
+	var err error
+	select {
+	case <-drained:
+		s.log.Info("connections drained")
+	case <-ctx.Done():
+		s.mu.Lock()
+		n := len(s.conns)
+		s.mu.Unlock()
+		s.log.Warn("drain timed out; closing connections", "open", n, "timeout", s.cfg.DrainTimeout)
+		s.closeAll()
+		<-drained
+		err = fmt.Errorf("worker: drain: %w", ctx.Err())
+	}
+	s.finish()
+	return err
+}
+
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.nc.Close()
+	}
+}
+
+func (s *Server) finish() { s.doneOnce.Do(func() { close(s.done) }) }
+
+// Done is closed once the server has stopped and every connection is
+// closed: no request is in flight any more.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Draining reports whether Shutdown was called.
+func (s *Server) Draining() bool { return s.draining.Load() }
