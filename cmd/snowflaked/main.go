@@ -155,42 +155,50 @@ func newDaemon(o options, log hclog.Logger) (*daemon, error) {
 // at once.
 func (d *daemon) run() error {
 	var g oklog.Group
-	// ID server: stop accepting, answer what was received, close.
-	g.Add(func() error { return d.srv.Serve(d.ln) }, func(error) {
-		_ = d.srv.Shutdown(context.Background())
-	})
-	// Lease: cancelled only after the server drained; Run then seals the
-	// generator and releases the slot.
-	leaseCtx, cancelLease := context.WithCancel(context.Background())
-	g.Add(func() error { return d.coord.Run(leaseCtx) }, func(error) {
-		select {
-		case <-d.srv.Done():
-		case <-time.After(d.drain + time.Second):
-		}
-		cancelLease()
-	})
-	// Admin HTTP: up until the lease is released, so /readyz shows 503
-	// during the drain.
-	g.Add(func() error {
-		if err := d.httpSrv.Serve(d.httpLn); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("admin http: %w", err)
-		}
-		return nil
-	}, func(error) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = d.httpSrv.Shutdown(ctx)
-	})
-	// Signals: SIGINT or SIGTERM starts the shutdown.
-	sigExec, sigInterrupt := oklog.SignalHandler(context.Background(), os.Interrupt, syscall.SIGTERM)
-	g.Add(func() error {
-		err := sigExec()
-		var se *oklog.SignalError
-		if errors.As(err, &se) && se != nil && se.Signal != nil {
-			d.log.Info("shutting down: draining connections, then releasing the lease", "signal", se.Signal.String())
-		}
-		return err
-	}, sigInterrupt)
+	{
+		// ID server: stop accepting, answer what was received, close.
+		g.Add(func() error { return d.srv.Serve(d.ln) }, func(error) {
+			_ = d.srv.Shutdown(context.Background())
+		})
+	}
+	{
+		// Lease: cancelled only after the server drained; Run then seals the
+		// generator and releases the slot.
+		leaseCtx, cancelLease := context.WithCancel(context.Background())
+		g.Add(func() error { return d.coord.Run(leaseCtx) }, func(error) {
+			select {
+			case <-d.srv.Done():
+			case <-time.After(d.drain + time.Second):
+			}
+			cancelLease()
+		})
+	}
+	{
+		// Admin HTTP: up until the lease is released, so /readyz shows 503
+		// during the drain.
+		g.Add(func() error {
+			if err := d.httpSrv.Serve(d.httpLn); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("admin http: %w", err)
+			}
+			return nil
+		}, func(error) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			_ = d.httpSrv.Shutdown(ctx)
+		})
+	}
+	{
+		// Signals: SIGINT or SIGTERM starts the shutdown.
+		sigExec, sigInterrupt := oklog.SignalHandler(context.Background(), os.Interrupt, syscall.SIGTERM)
+		g.Add(func() error {
+			err := sigExec()
+			var se *oklog.SignalError
+			if errors.As(err, &se) && se != nil && se.Signal != nil {
+				d.log.Info("shutting down: draining connections, then releasing the lease", "signal", se.Signal.String())
+			}
+			return err
+		}, sigInterrupt)
+	}
 	err := g.Run()
 	if errors.Is(err, oklog.ErrSignal) {
 		return nil
