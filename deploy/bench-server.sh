@@ -12,7 +12,8 @@
 # competes with them.
 #
 # Knobs (environment): ROUNDS=3, N=200000 (no pipeline), NP=2000000 (pipeline
-# 16), NB=4000 (NEXTIDS 4096 requests), IDLE=1000 (idle connections).
+# 16), NB=4000 (NEXTIDS 4096 requests), IDLE=1000 (idle connections), PIN=0
+# (no pinning: servers and client share both cores as the scheduler likes).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -49,7 +50,7 @@ freeport() {
 }
 
 SRV=() CLI=()
-if command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+if [ "${PIN:-1}" != 0 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
 	SRV=(taskset -c 1) CLI=(taskset -c 0)
 fi
 
