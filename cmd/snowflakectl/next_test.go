@@ -19,20 +19,8 @@ func TestMain(m *testing.M) { os.Exit(fleettest.Main(m)) }
 
 const fleetRoot = "/ctl-test"
 
-// startWorkers runs a ZooKeeper and n real snowflaked workers holding
-// leases.
 func startWorkers(t *testing.T, n int) (*zktest.Server, []*fleettest.Worker) {
-	t.Helper()
-	zks := zktest.Start(t)
-	ws := make([]*fleettest.Worker, n)
-	for i := range ws {
-		ws[i] = fleettest.Start(t, fleettest.Options{ZK: zks.Addr(), Root: fleetRoot,
-			Renew: 200 * time.Millisecond, Horizon: time.Second})
-	}
-	for _, w := range ws {
-		w.WaitReady(20 * time.Second)
-	}
-	return zks, ws
+	return fleettest.StartFleet(t, fleetRoot, n)
 }
 
 func parseIDs(t *testing.T, out string) []int64 {

@@ -22,20 +22,8 @@ func TestMain(m *testing.M) { os.Exit(fleettest.Main(m)) }
 
 const testRoot = "/client-test"
 
-// startFleet runs a ZooKeeper and n snowflaked workers, and waits until
-// each holds a lease.
 func startFleet(t *testing.T, n int) (*zktest.Server, []*fleettest.Worker) {
-	t.Helper()
-	zks := zktest.Start(t)
-	ws := make([]*fleettest.Worker, n)
-	for i := range ws {
-		ws[i] = fleettest.Start(t, fleettest.Options{ZK: zks.Addr(), Root: testRoot,
-			Renew: 200 * time.Millisecond, Horizon: time.Second})
-	}
-	for _, w := range ws {
-		w.WaitReady(20 * time.Second)
-	}
-	return zks, ws
+	return fleettest.StartFleet(t, testRoot, n)
 }
 
 func newTestClient(t *testing.T, cfg Config) (*Client, *prometheus.Registry) {

@@ -302,3 +302,18 @@ func WaitFor(ctx context.Context, timeout time.Duration, cond func() bool) bool 
 		}
 	}
 }
+
+// StartFleet runs a ZooKeeper and n workers under root, with a short renew
+// and horizon, and waits until each holds a lease.
+func StartFleet(t testing.TB, root string, n int) (*zktest.Server, []*Worker) {
+	t.Helper()
+	zks := zktest.Start(t)
+	ws := make([]*Worker, n)
+	for i := range ws {
+		ws[i] = Start(t, Options{ZK: zks.Addr(), Root: root, Renew: 200 * time.Millisecond, Horizon: time.Second})
+	}
+	for _, w := range ws {
+		w.WaitReady(20 * time.Second)
+	}
+	return zks, ws
+}
