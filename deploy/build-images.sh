@@ -14,13 +14,16 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Reproducible Go builds: no cgo, no paths, no VCS stamp, no build ID, files
-# in the build context with a fixed mtime.
+# in the build context with a fixed mtime. The version (shown by INFO,
+# /status and the lease node) is the commit, so it is the same for the same
+# tree: VERSION overrides it.
 go_build() { # out-dir tags
-	local out=$1 tags=$2
+	local out=$1 tags=$2 version
+	version=${VERSION:-$(git -C "$SNOWFLEET_ROOT" describe --always --dirty 2>/dev/null || echo dev)}
 	mkdir -p "$out"
 	(cd "$SNOWFLEET_ROOT" &&
 		CGO_ENABLED=0 GOOS=linux GOFLAGS=-buildvcs=false go build -trimpath -tags "$tags" \
-			-ldflags='-s -w -buildid=' -o "$out/" ./cmd/snowflaked ./cmd/snowflakectl) || return 1
+			-ldflags="-s -w -buildid= -X main.version=$version" -o "$out/" ./cmd/snowflaked ./cmd/snowflakectl) || return 1
 	touch -d @0 "$out"/*
 }
 
