@@ -46,7 +46,10 @@ func (c *conn) notReady() result {
 		return resRetry
 	}
 	st := l.Status()
-	if st.State == coordinator.StateServing || st.State == coordinator.StateDisconnected {
+	// Not ready with the ceiling ahead and the clock not behind: the skew
+	// against ZooKeeper is out of bound, unless the ceiling was crossed
+	// between the checks above and Ready's (then the skew reads 0).
+	if (st.State == coordinator.StateServing || st.State == coordinator.StateDisconnected) && st.SkewMs != 0 {
 		return c.leaseReply(resNoLease, fmt.Sprintf(
 			"this worker's lease %s is not ready: its clock is %dms off ZooKeeper's (state %s); try another worker", st.Slot, st.SkewMs, st.State))
 	}
