@@ -32,6 +32,10 @@ type Config struct {
 	// DrainTimeout bounds Shutdown: requests already received get their
 	// replies within it, then every connection is closed.
 	DrainTimeout time.Duration
+	// NoEventLoop serves each connection from its own goroutine, the
+	// portable way, instead of from the epoll loop (Linux only; see
+	// loop_linux.go), which answers with a lower tail latency on few cores.
+	NoEventLoop bool
 	// Clock is the lease's time source, used to explain why the lease is not
 	// ready (past its ceiling, clock behind); nil means snowflake.SystemClock.
 	Clock snowflake.Clock

@@ -67,6 +67,10 @@ type conn struct {
 
 	name    string
 	scratch [64]byte
+
+	// ev is the connection's state under the epoll loop (loop_linux.go);
+	// ev.l nil means it is served by its own goroutine (serve).
+	ev evState
 }
 
 func newConn(s *Server, nc net.Conn, id int64) *conn {
@@ -76,6 +80,7 @@ func newConn(s *Server, nc net.Conn, id int64) *conn {
 		p:    newParser(),
 		argv: make([][]byte, 0, 8),
 		wbuf: make([]byte, 0, writeBufSize),
+		ev:   evState{fd: -1},
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {
@@ -275,6 +280,9 @@ func (c *conn) readError(err error) {
 // flush writes the buffered replies. It reports false when the connection
 // is broken or the client stopped reading for WriteTimeout.
 func (c *conn) flush() bool {
+	if c.ev.l != nil {
+		return c.evFlush() // non-blocking, under the epoll loop
+	}
 	if len(c.wbuf) == 0 {
 		return true
 	}

@@ -33,6 +33,9 @@ type testWorker struct {
 
 var roots atomic.Int64
 
+// noEventLoop is Config.NoEventLoop for the workers startWorker starts.
+var noEventLoop bool
+
 // startWorker runs a worker against zkAddr under a fresh root. wait says
 // whether to wait for the lease to be ready.
 func startWorker(t testing.TB, zkAddr string, wait bool, mutate func(*Config)) *testWorker {
@@ -61,6 +64,7 @@ func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config
 	}
 	cfg := DefaultConfig()
 	cfg.Version = "test"
+	cfg.NoEventLoop = noEventLoop
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,10 @@ type Server struct {
 	open     atomic.Int64 // connections open now
 	accepted atomic.Int64 // connections accepted, also the next connection id
 	draining atomic.Bool
+
+	// loops serve the TCP connections, one per P, each a share of them
+	// (Linux, unless Config.NoEventLoop); none: a goroutine per connection.
+	loops []*loop
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -74,6 +79,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		return ErrServerClosed
 	}
 	s.ln = ln
+	if !s.cfg.NoEventLoop {
+		s.startLoops(runtime.GOMAXPROCS(0))
+	}
 	s.mu.Unlock()
 	s.log.Info("serving ids", "addr", ln.Addr().String(), "max_conns", s.cfg.MaxConns)
 	err := s.accept(ln)
@@ -127,11 +135,30 @@ func (s *Server) accept(ln net.Listener) error {
 		}
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
-		s.mu.Unlock()
 		s.open.Add(1)
 		s.m.conns.Inc()
 		s.m.connsTotal.Inc()
-		go s.serveConn(c)
+		adopted := len(s.loops) > 0 && s.loops[c.id%int64(len(s.loops))].adopt(c, nc)
+		s.mu.Unlock()
+		if !adopted {
+			go s.serveConn(c)
+		}
+	}
+}
+
+// startLoops starts n epoll loops, or none if the first cannot be made
+// (not Linux: none ever).
+func (s *Server) startLoops(n int) {
+	for range n {
+		l, err := newLoop(s)
+		if err != nil {
+			s.log.Warn("cannot make an epoll loop", "error", err)
+		}
+		if l == nil {
+			break
+		}
+		s.loops = append(s.loops, l)
+		go l.run()
 	}
 }
 
@@ -152,14 +179,19 @@ func (s *Server) reject(nc net.Conn) {
 func (s *Server) serveConn(c *conn) {
 	defer func() {
 		c.nc.Close()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		s.open.Add(-1)
-		s.m.conns.Dec()
-		s.wg.Done()
+		s.release(c)
 	}()
 	c.serve()
+}
+
+// release forgets a closed connection.
+func (s *Server) release(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.open.Add(-1)
+	s.m.conns.Dec()
+	s.wg.Done()
 }
 
 // Shutdown stops accepting, lets every connection finish the requests it
@@ -180,6 +212,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		now := time.Now()
 		for c := range s.conns {
 			_ = c.nc.SetReadDeadline(now)
+		}
+		for _, l := range s.loops {
+			l.wake()
 		}
 	}
 	s.mu.Unlock()
@@ -215,6 +250,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 func (s *Server) closeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, l := range s.loops {
+		l.kill()
+	}
 	for c := range s.conns {
 		c.nc.Close()
 	}

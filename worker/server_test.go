@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,15 +23,26 @@ import (
 )
 
 // TestLive runs the server against one real ZooKeeper; every subtest has a
-// worker of its own under its own root.
+// worker of its own under its own root. It runs twice: with the epoll loop
+// (where there is one) and with a goroutine per connection.
 func TestLive(t *testing.T) {
 	zk := startZK(t)
+	t.Run("loop", func(t *testing.T) { testLive(t, zk) })
+	t.Run("goroutines", func(t *testing.T) {
+		noEventLoop = true
+		defer func() { noEventLoop = false }()
+		testLive(t, zk)
+	})
+}
+
+func testLive(t *testing.T, zk *zktest.Server) {
 	t.Run("go-redis", func(t *testing.T) { testGoRedis(t, zk) })
 	t.Run("redis-cli", func(t *testing.T) { testRedisCLI(t, zk) })
 	t.Run("admin", func(t *testing.T) { testAdmin(t, zk) })
 	t.Run("abuse", func(t *testing.T) { testAbuse(t, zk) })
 	t.Run("max-conns", func(t *testing.T) { testMaxConns(t, zk) })
 	t.Run("drain", func(t *testing.T) { testDrain(t, zk) })
+	t.Run("drain-timeout", func(t *testing.T) { testDrainTimeout(t, zk) })
 	t.Run("lease-lost", func(t *testing.T) { testLeaseLost(t, zk) })
 	t.Run("zero-alloc", func(t *testing.T) { testZeroAlloc(t, zk) })
 	t.Run("clock-back", func(t *testing.T) { testClockBack(t, zk) })
@@ -39,6 +51,12 @@ func TestLive(t *testing.T) {
 
 func testGoRedis(t *testing.T, zk *zktest.Server) {
 	w := startWorker(t, zk.Addr(), true, nil)
+	w.srv.mu.Lock()
+	looped := len(w.srv.loops) > 0
+	w.srv.mu.Unlock()
+	if want := runtime.GOOS == "linux" && !noEventLoop; looped != want {
+		t.Fatalf("epoll loop running: %v, want %v", looped, want)
+	}
 	ctx := context.Background()
 	c := w.client(func(o *redis.Options) { o.ClientName = "tester" })
 	if got, err := c.Ping(ctx).Result(); err != nil || got != "PONG" {
@@ -486,6 +504,31 @@ func testDrain(t *testing.T, zk *zktest.Server) {
 		t.Fatal("new connection served after Shutdown")
 	}
 	_ = w.srv.Shutdown(context.Background()) // twice is fine
+}
+
+// testDrainTimeout: a client that never reads its replies holds the drain
+// up to DrainTimeout; then Shutdown closes it and reports the timeout.
+func testDrainTimeout(t *testing.T, zk *zktest.Server) {
+	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.DrainTimeout = 300 * time.Millisecond })
+	r := w.dial(t)
+	r.send(strings.Repeat("NEXTIDS 4096\r\n", 200)) // far more than the socket buffers hold
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	err := w.srv.Shutdown(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "drain") {
+		t.Fatalf("Shutdown = %v, want a drain timeout", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("Shutdown took %v with a 300ms DrainTimeout", d)
+	}
+	if n := w.srv.open.Load(); n != 0 {
+		t.Fatalf("%d connections open after Shutdown", n)
+	}
+	select {
+	case <-w.srv.Done():
+	default:
+		t.Fatal("Done not closed after Shutdown returned")
+	}
 }
 
 // testLeaseLost: cut off from ZooKeeper, the worker serves up to its

@@ -1,0 +1,16 @@
+//go:build !linux
+
+package worker
+
+import "net"
+
+// loop is the Linux epoll loop; elsewhere every connection has a goroutine.
+type loop struct{}
+
+func newLoop(*Server) (*loop, error) { return nil, nil }
+
+func (l *loop) adopt(*conn, net.Conn) bool { return false }
+func (l *loop) run()                       {}
+func (l *loop) wake()                      {}
+func (l *loop) kill()                      {}
+func (c *conn) evFlush() bool              { return true }
