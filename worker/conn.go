@@ -135,35 +135,15 @@ func (c *conn) rawWrite(fd uintptr) bool {
 // writes the replies in one write before it blocks for more input.
 func (c *conn) serve() {
 	for {
-		for c.r < c.w {
-			frame := c.rbuf[c.r:c.w]
-			n, err := c.p.parse(frame)
-			if err != nil {
-				c.s.m.protoErrs.Inc()
-				c.s.log.Debug("closing connection on a protocol error", "remote", c.nc.RemoteAddr(), "error", err)
-				c.wbuf = appendError(c.wbuf, "ERR "+err.Error())
-				if c.flush() {
-					c.linger()
-				}
-				return
+		ok, protoErr := c.execBuffered()
+		if protoErr {
+			if c.flush() {
+				c.linger()
 			}
-			if n == 0 {
-				break
-			}
-			c.argv = c.p.args(frame, c.argv)
-			c.p.reset()
-			c.r += n
-			c.partial = false
-			if len(c.argv) == 0 {
-				continue
-			}
-			if !c.exec(c.argv) {
-				c.flush()
-				return
-			}
-			if len(c.wbuf) >= flushAt && !c.flush() {
-				return
-			}
+			return
+		}
+		if !ok {
+			return
 		}
 		if len(c.wbuf) > 0 && !c.flush() {
 			return
@@ -189,6 +169,42 @@ func (c *conn) serve() {
 			return
 		}
 	}
+}
+
+// execBuffered executes the complete requests in rbuf in order, flushing
+// whenever wbuf fills, until none is left or (event loop) a write blocked.
+// It returns false when the connection must close: after QUIT, a broken
+// write or a protocol error, which it answers and reports in protoErr so
+// the caller can linger its own way.
+func (c *conn) execBuffered() (ok, protoErr bool) {
+	for !c.ev.blocked && c.r < c.w {
+		frame := c.rbuf[c.r:c.w]
+		n, err := c.p.parse(frame)
+		if err != nil {
+			c.s.m.protoErrs.Inc()
+			c.s.log.Debug("closing connection on a protocol error", "remote", c.nc.RemoteAddr(), "error", err)
+			c.wbuf = appendError(c.wbuf, "ERR "+err.Error())
+			return false, true
+		}
+		if n == 0 {
+			break
+		}
+		c.argv = c.p.args(frame, c.argv)
+		c.p.reset()
+		c.r += n
+		c.partial = false
+		if len(c.argv) == 0 {
+			continue
+		}
+		if !c.exec(c.argv) {
+			c.flush()
+			return false, false
+		}
+		if len(c.wbuf) >= flushAt && !c.flush() {
+			return false, false
+		}
+	}
+	return true, false
 }
 
 // makeRoom moves a partial request to the front of the buffer, or grows the

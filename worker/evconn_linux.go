@@ -58,34 +58,14 @@ func (c *conn) rawRead(p []byte) (int, syscall.Errno) {
 // request in rbuf, unless the socket is full, and make room for the next
 // read. False: finish the connection once its replies are written.
 func (c *conn) evStep() bool {
-	for !c.ev.blocked && c.r < c.w {
-		frame := c.rbuf[c.r:c.w]
-		n, err := c.p.parse(frame)
-		if err != nil {
-			c.s.m.protoErrs.Inc()
-			c.s.log.Debug("closing connection on a protocol error", "remote", c.nc.RemoteAddr(), "error", err)
-			c.wbuf = appendError(c.wbuf, "ERR "+err.Error())
-			c.ev.lingerNext = c.flush()
-			c.r = c.w
-			return false
-		}
-		if n == 0 {
-			break
-		}
-		c.argv = c.p.args(frame, c.argv)
-		c.p.reset()
-		c.r += n
-		c.partial = false
-		if len(c.argv) == 0 {
-			continue
-		}
-		if !c.exec(c.argv) {
-			c.flush()
-			return false
-		}
-		if len(c.wbuf) >= flushAt && !c.flush() {
-			return false
-		}
+	ok, protoErr := c.execBuffered()
+	if protoErr {
+		c.ev.lingerNext = c.flush()
+		c.r = c.w
+		return false
+	}
+	if !ok {
+		return false
 	}
 	if !c.flush() {
 		return false
