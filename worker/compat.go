@@ -46,9 +46,7 @@ func (c *conn) hello(args [][]byte) result {
 				c.name = string(args[i+1])
 				i++
 			default:
-				c.wbuf = append(c.wbuf, "-ERR Syntax error in HELLO option '"...)
-				c.wbuf = appendQuoted(c.wbuf, args[i])
-				c.wbuf = append(c.wbuf, "'\r\n"...)
+				c.wbuf = appendQuotedError(c.wbuf, "ERR Syntax error in HELLO option ", args[i])
 				return resError
 			}
 		}

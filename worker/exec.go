@@ -15,9 +15,7 @@ func (c *conn) exec(args [][]byte) bool {
 	keep := true
 	switch {
 	case k == cmdUnknown:
-		c.wbuf = append(c.wbuf, "-ERR unknown command '"...)
-		c.wbuf = appendQuoted(c.wbuf, args[0])
-		c.wbuf = append(c.wbuf, "'\r\n"...)
+		c.wbuf = appendQuotedError(c.wbuf, "ERR unknown command ", args[0])
 		res = resError
 	case !k.arityOK(len(args)):
 		c.wrongArgs(k.String())
@@ -39,9 +37,7 @@ func (c *conn) run(k cmdKind, args [][]byte) (result, bool) {
 	case cmdNextIDs:
 		n, ok := parseInt(args[1])
 		if !ok || n < 1 || n > snowflake.MaxBatch {
-			c.wbuf = append(c.wbuf, "-ERR count must be an integer in 1..4096, got '"...)
-			c.wbuf = appendQuoted(c.wbuf, args[1])
-			c.wbuf = append(c.wbuf, "'\r\n"...)
+			c.wbuf = appendQuotedError(c.wbuf, "ERR count must be an integer in 1..4096, got ", args[1])
 			return resError, true
 		}
 		return c.nextIDs(int(n), true), true
@@ -156,23 +152,15 @@ func (c *conn) ping(args [][]byte) result {
 func (c *conn) decode(arg []byte) result {
 	id, ok := parseInt(arg)
 	if !ok || id < 0 {
-		c.wbuf = append(c.wbuf, "-ERR id must be a non-negative 64-bit integer, got '"...)
-		c.wbuf = appendQuoted(c.wbuf, arg)
-		c.wbuf = append(c.wbuf, "'\r\n"...)
+		c.wbuf = appendQuotedError(c.wbuf, "ERR id must be a non-negative 64-bit integer, got ", arg)
 		return resError
 	}
-	f, err := snowflake.Decode(id)
-	if err != nil {
-		c.wbuf = append(c.wbuf, "-ERR "...)
-		c.wbuf = appendClean(c.wbuf, err.Error())
-		c.wbuf = append(c.wbuf, '\r', '\n')
-		return resError
-	}
+	f, _ := snowflake.Decode(id) // every non-negative int64 is an ID
 	c.wbuf = appendArrayHeader(c.wbuf, 10)
 	c.wbuf = appendBulkString(c.wbuf, "unix_ms")
 	c.wbuf = appendInt(c.wbuf, f.UnixMs)
 	c.wbuf = appendBulkString(c.wbuf, "time")
-	c.wbuf = appendBulk(c.wbuf, f.Time().UTC().AppendFormat(c.scratch[:0], time.RFC3339Nano))
+	c.wbuf = appendBulk(c.wbuf, f.Time().AppendFormat(c.scratch[:0], time.RFC3339Nano))
 	c.wbuf = appendBulkString(c.wbuf, "datacenter")
 	c.wbuf = appendInt(c.wbuf, int64(f.Datacenter))
 	c.wbuf = appendBulkString(c.wbuf, "machine")

@@ -35,12 +35,10 @@ func (c *conn) notReady() result {
 	}
 	now := c.s.clock.UnixNano() / int64(time.Millisecond)
 	if ceil := g.Ceiling(); now >= ceil {
-		return c.leaseReply(resNoLease, fmt.Sprintf(
-			"this worker's lease ceiling passed %dms ago and ZooKeeper has not confirmed a new one; try another worker", now-ceil))
+		return c.leaseReply(resNoLease, ceilingPassed(now-ceil))
 	}
 	if last := g.LastMs(); now < last {
-		return c.leaseReply(resClockBack, fmt.Sprintf(
-			"the clock is %dms behind the last issued ID; this worker issues none until it catches up; try another worker", last-now))
+		return c.leaseReply(resClockBack, clockBehind(last-now))
 	}
 	if l.Ready() {
 		return resRetry
@@ -62,13 +60,11 @@ func (c *conn) idError(err error) result {
 	var ce *snowflake.CeilingError
 	switch {
 	case errors.As(err, &rb):
-		return c.leaseReply(resClockBack, fmt.Sprintf(
-			"the clock is %v behind the last issued ID; this worker issues none until it catches up; try another worker", rb.Behind.Round(time.Microsecond)))
+		return c.leaseReply(resClockBack, clockBehind(rb.Behind.Milliseconds()))
 	case errors.Is(err, snowflake.ErrClockRollback):
 		return c.leaseReply(resClockBack, err.Error()+"; try another worker")
 	case errors.As(err, &ce):
-		return c.leaseReply(resNoLease, fmt.Sprintf(
-			"this worker's lease ceiling passed %dms ago and ZooKeeper has not confirmed a new one; try another worker", ce.NowMs-ce.CeilingMs))
+		return c.leaseReply(resNoLease, ceilingPassed(ce.NowMs-ce.CeilingMs))
 	case errors.Is(err, snowflake.ErrSealed):
 		return c.leaseReply(resNoLease, "this worker's lease was released or lost; try another worker")
 	case errors.Is(err, snowflake.ErrNoLease):
@@ -78,6 +74,16 @@ func (c *conn) idError(err error) result {
 	c.wbuf = appendClean(c.wbuf, err.Error())
 	c.wbuf = append(c.wbuf, '\r', '\n')
 	return resError
+}
+
+// ceilingPassed and clockBehind are the sentences for the two refusals that
+// both the Ready check and the generator can report.
+func ceilingPassed(agoMs int64) string {
+	return fmt.Sprintf("this worker's lease ceiling passed %dms ago and ZooKeeper has not confirmed a new one; try another worker", agoMs)
+}
+
+func clockBehind(ms int64) string {
+	return fmt.Sprintf("the clock is %dms behind the last issued ID; this worker issues none until it catches up; try another worker", ms)
 }
 
 func (c *conn) leaseReply(r result, msg string) result {

@@ -77,6 +77,16 @@ func appendQuoted(dst []byte, b []byte) []byte {
 	return dst
 }
 
+// appendQuotedError appends "-<prefix>'<arg>'\r\n", the client's input
+// quoted safely: the shape of every error that repeats what was sent.
+func appendQuotedError(dst []byte, prefix string, arg []byte) []byte {
+	dst = append(dst, '-')
+	dst = append(dst, prefix...)
+	dst = append(dst, '\'')
+	dst = appendQuoted(dst, arg)
+	return append(dst, '\'', '\r', '\n')
+}
+
 // appendClean appends one of the server's own messages to a reply line,
 // with any control byte turned into a space so the line cannot break.
 func appendClean(dst []byte, s string) []byte {
