@@ -110,3 +110,15 @@ type zkLogger struct{ log hclog.Logger }
 func (l zkLogger) Printf(format string, args ...interface{}) {
 	l.log.Debug("zookeeper client", "msg", fmt.Sprintf(format, args...))
 }
+
+// SplitAddrs splits a comma-separated host:port list, as --zk takes it,
+// dropping blanks.
+func SplitAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker/client"
 )
@@ -89,7 +90,7 @@ func clientConfig(fs *flag.FlagSet, z *zkFlags, addrs, cmd string, stderr io.Wri
 		if zkSet {
 			return cfg, usageError(stderr, cmd, "give --addr or --zk, not both")
 		}
-		cfg.Static = splitList(addrs)
+		cfg.Static = coordinator.SplitAddrs(addrs)
 		if len(cfg.Static) == 0 {
 			return cfg, usageError(stderr, cmd, "--addr %q lists no address", addrs)
 		}

@@ -39,7 +39,7 @@ func (z *zkFlags) register(fs *flag.FlagSet) {
 
 // check returns the server list, or a usage error naming the flag.
 func (z *zkFlags) check() ([]string, error) {
-	servers := splitList(z.servers)
+	servers := coordinator.SplitAddrs(z.servers)
 	if len(servers) == 0 {
 		return nil, errors.New("--zk is empty; give host:port[,host:port...]")
 	}
@@ -87,16 +87,6 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // slotRow is one slot of the map, as printed and as JSON.

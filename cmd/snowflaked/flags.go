@@ -218,17 +218,6 @@ func (o options) value(name string) string {
 	return ""
 }
 
-// servers splits --zk.
-func servers(s string) []string {
-	var out []string
-	for _, a := range strings.Split(s, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // advertised is the address to publish for a bound listener: its port, and
 // its host if it was bound to one address (127.0.0.1:0 publishes
 // 127.0.0.1:<port>), else the machine's hostname.

@@ -91,7 +91,7 @@ type daemon struct {
 
 func newDaemon(o options, log hclog.Logger) (*daemon, error) {
 	cc := coordinator.DefaultConfig()
-	cc.Servers, cc.Root, cc.Auth, cc.Datacenter = servers(o.zk), o.zkRoot, o.zkAuth, o.datacenter
+	cc.Servers, cc.Root, cc.Auth, cc.Datacenter = coordinator.SplitAddrs(o.zk), o.zkRoot, o.zkAuth, o.datacenter
 	cc.SessionTimeout, cc.Renew, cc.Horizon = o.sessionTimeout, o.renew, o.horizon
 	cc.MaxSkew, cc.ReleaseTimeout = o.maxSkew, o.release
 	cc.Version = buildVersion()
