@@ -129,7 +129,7 @@ func TestSlotsOfRunningWorkers(t *testing.T) {
 
 func TestNextFailsWithoutWorkers(t *testing.T) {
 	var out, errb bytes.Buffer
-	rc := runNext([]string{"--addr", fleettest.FreeAddr(t), "--timeout", "300ms"}, &out, &errb)
+	rc := runNext([]string{"--addr", zktest.FreeAddr(t), "--timeout", "300ms"}, &out, &errb)
 	if rc != exitFailure || out.Len() != 0 || !strings.Contains(errb.String(), "no worker available") {
 		t.Fatalf("rc %d stdout %q stderr %q; want %d, nothing printed, the cause on stderr", rc, out.String(), errb.String(), exitFailure)
 	}

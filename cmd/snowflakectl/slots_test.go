@@ -137,7 +137,7 @@ func TestSlotsEmptyRoot(t *testing.T) {
 
 func TestSlotsUnreachableZooKeeper(t *testing.T) {
 	var out, errb bytes.Buffer
-	addr := fleettest.FreeAddr(t) // nothing listens there
+	addr := zktest.FreeAddr(t) // nothing listens there
 	if rc := runSlots([]string{"--zk", addr, "--timeout", "1s"}, &out, &errb); rc != exitFailure {
 		t.Fatalf("rc %d, want %d; stderr %s", rc, exitFailure, errb.String())
 	}

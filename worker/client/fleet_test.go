@@ -217,7 +217,7 @@ func TestDiscoveryFollowsKillAndTerm(t *testing.T) {
 
 func TestStaticList(t *testing.T) {
 	_, ws := startFleet(t, 2)
-	dead := fleettest.FreeAddr(t) // nothing listens: a worker that is gone
+	dead := zktest.FreeAddr(t) // nothing listens: a worker that is gone
 	cfg := DefaultConfig()
 	cfg.Static = []string{ws[0].Addr, ws[1].Addr, dead}
 	cfg.Backoff, cfg.MaxBackoff = 20*time.Millisecond, 100*time.Millisecond
@@ -283,7 +283,7 @@ func TestNoLeaseWorkerIsSkipped(t *testing.T) {
 
 func TestCallsFailWithoutWorkers(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Static = []string{fleettest.FreeAddr(t)}
+	cfg.Static = []string{zktest.FreeAddr(t)}
 	c, _ := newTestClient(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

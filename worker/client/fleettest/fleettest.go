@@ -168,7 +168,7 @@ func (w *Worker) lostPortRace() bool {
 
 func startOnce(t testing.TB, bin string, opts Options) *Worker {
 	t.Helper()
-	w := &Worker{t: t, Addr: FreeAddr(t), HTTP: FreeAddr(t), exited: make(chan struct{})}
+	w := &Worker{t: t, Addr: zktest.FreeAddr(t), HTTP: zktest.FreeAddr(t), exited: make(chan struct{})}
 	args := []string{"--zk", opts.ZK, "--listen", w.Addr, "--http", w.HTTP,
 		"--advertise", w.Addr, "--session-timeout", opts.SessionTimeout.String()}
 	if opts.Root != "" {
@@ -281,10 +281,6 @@ func (w *Worker) Log() string {
 	}
 	return string(b)
 }
-
-// FreeAddr returns a loopback address with a port free at the time of the
-// call (zktest.FreeAddr).
-func FreeAddr(t testing.TB) string { return zktest.FreeAddr(t) }
 
 // WaitFor polls cond every 20ms until it holds or timeout passes; it
 // reports whether it held.
