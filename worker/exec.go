@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -126,11 +125,7 @@ func (c *conn) nextIDs(n int, array bool) result {
 		c.wbuf = nb
 	}
 	c.wbuf = appendArrayHeader(c.wbuf, n)
-	for id := first; id < first+int64(n); id++ {
-		c.wbuf = append(c.wbuf, ':')
-		c.wbuf = strconv.AppendInt(c.wbuf, id, 10)
-		c.wbuf = append(c.wbuf, '\r', '\n')
-	}
+	c.wbuf = appendIntRun(c.wbuf, first, n)
 	return resOK
 }
 
