@@ -103,6 +103,16 @@ func TestDecodeBadInput(t *testing.T) {
 	if _, _, rc := runCtl(t, "", "decode"); rc != 2 {
 		t.Errorf("decode with no ID: rc %d, want 2", rc)
 	}
+	// A negative ID first is an ID out of range, not an unknown flag.
+	for _, args := range [][]string{{"decode", "-1"}, {"decode", "--json", "-1", "7"}} {
+		out, errs, rc := runCtl(t, "", args...)
+		if rc != 2 || !strings.Contains(errs, "id -1 is out of range 0..9223372036854775807") {
+			t.Errorf("%q: rc %d, stderr %q; want 2 and the ID's range", args, rc, errs)
+		}
+		if len(args) == 4 && !strings.Contains(out, `"id":7`) {
+			t.Errorf("%q: the good ID was not decoded: %q", args, out)
+		}
+	}
 }
 
 func TestHelpAndUnknown(t *testing.T) {

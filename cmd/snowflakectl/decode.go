@@ -32,7 +32,7 @@ func decodeFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("decode", "[--json] ID... (or IDs on stdin, one per line, with -)",
 		"Prints the fields of each ID, one line (or one JSON object) per ID.")
 	asJSON := fs.Bool("json", false, "print one JSON object per ID (keys id, unix_ms, time, datacenter, machine, sequence)")
-	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
+	if rc := parse(fs, idsAfterFlags(args), stdout, stderr); rc >= 0 {
 		return rc
 	}
 	ids := fs.Args()
@@ -72,6 +72,21 @@ func decodeFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			d.ID, d.UnixMs, d.Time, d.Datacenter, d.Machine, d.Sequence)
 	}
 	return rc
+}
+
+// idsAfterFlags ends the flags before the first negative number: to the
+// flag package "-1" is an unknown flag, but it is an ID, out of range, and
+// decodeOne says so with the field and the range.
+func idsAfterFlags(args []string) []string {
+	for i, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break // the flags have ended already
+		}
+		if _, err := strconv.ParseInt(a, 10, 64); err == nil && strings.HasPrefix(a, "-") {
+			return append(append(args[:i:i], "--"), args[i:]...)
+		}
+	}
+	return args
 }
 
 // rangeCause drops the package's "encode:"/"decode:" context, which only
