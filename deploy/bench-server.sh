@@ -11,12 +11,12 @@
 # to CPU 0, so both servers get the same single core and the client never
 # competes with them.
 #
-# Knobs (environment): ROUNDS=3, N=200000 (no pipeline), NP=2000000 (pipeline
+# Knobs (environment): ROUNDS=5, N=200000 (no pipeline), NP=2000000 (pipeline
 # 16), NB=4000 (NEXTIDS 4096 requests), IDLE=1000 (idle connections), PIN=0
 # (no pinning: servers and client share both cores as the scheduler likes).
 set -euo pipefail
 
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 N=${N:-200000}
 NP=${NP:-2000000}
 NB=${NB:-4000}
@@ -102,12 +102,21 @@ done
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/readyz")" = 200 ] ||
 	{ echo "bench-server: snowflaked not ready" >&2; cat "$work/snowflaked.log" >&2; exit 1; }
 
-# bench PORT ARGS... prints "rps p50 p99" from redis-benchmark's CSV line.
+# cputicks PID: the process's user+system CPU so far, in clock ticks.
+cputicks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+
+# bench PORT PID REQUESTS ARGS... prints "rps p50 p99 cpu" from
+# redis-benchmark's CSV line, cpu being the server's CPU microseconds per
+# request: the one figure here the client cannot limit.
 bench() {
-	local port=$1
-	shift
-	"${CLI[@]}" redis-benchmark -h 127.0.0.1 -p "$port" --csv "$@" 2>/dev/null |
-		awk -F, 'NR==2 { gsub(/"/, ""); print $2, $5, $7 }'
+	local port=$1 pid=$2 n=$3 t0 t1 line
+	shift 3
+	t0=$(cputicks "$pid")
+	line=$("${CLI[@]}" redis-benchmark -h 127.0.0.1 -p "$port" --csv -n "$n" "$@" 2>/dev/null |
+		awk -F, 'NR==2 { gsub(/"/, ""); print $2, $5, $7 }')
+	t1=$(cputicks "$pid")
+	echo "$line $(awk -v d=$((t1 - t0)) -v n="$n" -v hz="$HZ" 'BEGIN { printf "%.2f", d * 1e6 / hz / n }')"
 }
 
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
@@ -124,15 +133,15 @@ for round in $(seq "$ROUNDS"); do
 	# elsewhere on the machine hits both alike.
 	for test in plain p16; do
 		for who in $order; do
-			if [ "$who" = redis ]; then port=$rport cmd=(INCR counter); else port=$sport cmd=(NEXTID); fi
+			if [ "$who" = redis ]; then port=$rport pid=$rpid cmd=(INCR counter); else port=$sport pid=$spid cmd=(NEXTID); fi
 			case $test in
-			plain) echo "$who plain $(bench "$port" -c 50 -n "$N" "${cmd[@]}")" >>"$work/results" ;;
-			p16) echo "$who p16 $(bench "$port" -c 50 -n "$NP" -P 16 "${cmd[@]}")" >>"$work/results" ;;
+			plain) echo "$who plain $(bench "$port" "$pid" "$N" -c 50 "${cmd[@]}")" >>"$work/results" ;;
+			p16) echo "$who p16 $(bench "$port" "$pid" "$NP" -c 50 -P 16 "${cmd[@]}")" >>"$work/results" ;;
 			esac
 		done
 	done
-	echo "snowflaked batch $(bench "$sport" -c 1 -n "$NB" NEXTIDS 4096)" >>"$work/results"
-	echo "snowflaked batchp4 $(bench "$sport" -c 1 -n "$NB" -P 4 NEXTIDS 4096)" >>"$work/results"
+	echo "snowflaked batch $(bench "$sport" "$spid" "$NB" -c 1 NEXTIDS 4096)" >>"$work/results"
+	echo "snowflaked batchp4 $(bench "$sport" "$spid" "$NB" -c 1 -P 4 NEXTIDS 4096)" >>"$work/results"
 	echo "bench-server: round $round done" >&2
 done
 
@@ -165,7 +174,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 r1=$(col redis plain 3) s1=$(col snowflaked plain 3)
 r1p50=$(col redis plain 4) s1p50=$(col snowflaked plain 4)
 r1p99=$(col redis plain 5) s1p99=$(col snowflaked plain 5)
+r1cpu=$(col redis plain 6) s1cpu=$(col snowflaked plain 6)
 r16=$(col redis p16 3) s16=$(col snowflaked p16 3)
+r16cpu=$(col redis p16 6) s16cpu=$(col snowflaked p16 6)
 r16p99=$(col redis p16 5) s16p99=$(col snowflaked p16 5)
 batch=$(col snowflaked batch 3)
 ids=$(awk -v r="$batch" 'BEGIN { printf "%.0f", r * 4096 }')
@@ -181,8 +192,10 @@ Load average before/after: $load0 / $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc)
 | 50 conns, no pipeline: requests/s (\`-c 50 -n $N\`) | $r1 | $s1 | $(ratio "$s1" "$r1") | >= 1.0 |
 | 50 conns, no pipeline: p50 latency ms | $r1p50 | $s1p50 | $(ratio "$s1p50" "$r1p50") | |
 | 50 conns, no pipeline: p99 latency ms | $r1p99 | $s1p99 | $(ratio "$s1p99" "$r1p99") | <= 1.0 |
+| 50 conns, no pipeline: server CPU per request, us | $r1cpu | $s1cpu | $(ratio "$s1cpu" "$r1cpu") | |
 | 50 conns, pipeline 16: requests/s (\`-c 50 -n $NP -P 16\`) | $r16 | $s16 | $(ratio "$s16" "$r16") | >= 1.0 |
 | 50 conns, pipeline 16: p99 latency ms | $r16p99 | $s16p99 | $(ratio "$s16p99" "$r16p99") | |
+| 50 conns, pipeline 16: server CPU per request, us | $r16cpu | $s16cpu | $(ratio "$s16cpu" "$r16cpu") | |
 | \`NEXTIDS 4096\`, 1 conn (\`-c 1 -n $NB\`): IDs/s | - | $ids ($batch req/s) | $(ratio "$ids" 4096000) of the 4,096,000/s cap | >= 3,500,000 |
 | \`NEXTIDS 4096\`, 1 conn, pipeline 4 (\`-c 1 -n $NB -P 4\`): IDs/s | - | $idsp4 ($batchp4 req/s) | $(ratio "$idsp4" 4096000) of the cap | |
 | RSS, idle server, MiB | $redis_base | $sf_base | | |
