@@ -35,13 +35,12 @@ func appendIntRun(dst []byte, first int64, n int) []byte {
 		}
 		return dst
 	}
-	appendInt(line[:0], first)
 	at := len(dst)
 	dst = slices.Grow(dst, n*w)[:at+n*w]
 	for i := 0; i < n; i++ {
 		copy(dst[at:at+w], line[:w])
 		at += w
-		d := w - 3 // the last digit
+		d := w - 3 // the last digit; past the run's end a carry may reach the ':', harmlessly
 		for line[d] == '9' {
 			line[d] = '0'
 			d--

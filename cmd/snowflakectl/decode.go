@@ -82,7 +82,7 @@ func idsAfterFlags(args []string) []string {
 		if a == "--" || !strings.HasPrefix(a, "-") {
 			break // the flags have ended already
 		}
-		if _, err := strconv.ParseInt(a, 10, 64); err == nil && strings.HasPrefix(a, "-") {
+		if _, err := strconv.ParseInt(a, 10, 64); err == nil {
 			return append(append(args[:i:i], "--"), args[i:]...)
 		}
 	}
