@@ -50,6 +50,12 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	depth := fs.Int("P", 16, "pipeline depth: `N` requests (1..10000) written before their replies are read")
 	batch := fs.Int("n", 1, fmt.Sprintf("`N` IDs per request (1..%d): 1 sends NEXTID, more NEXTIDS N", client.MaxBatch))
 	dur := fs.Duration("d", 5*time.Second, "how long to run (a `duration`)")
+	// Long names for the redis-benchmark-style letters, for scripts that
+	// spell out what they set.
+	fs.IntVar(conns, "connections", *conns, "the same as -c")
+	fs.IntVar(depth, "pipeline", *depth, "the same as -P")
+	fs.IntVar(batch, "batch", *batch, "the same as -n")
+	fs.DurationVar(dur, "duration", *dur, "the same as -d")
 	timeout := fs.Duration("timeout", 2*time.Second, "bound on each pipeline's round trip; slower counts as a connection error")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {

@@ -27,13 +27,14 @@ func TestBenchAgainstWorkers(t *testing.T) {
 	}
 
 	out.Reset()
-	args = []string{"--zk", zks.Addr(), "--zk-root", fleetRoot, "-c", "2", "-P", "4", "-n", "100", "-d", "300ms"}
+	// The long names this time: they set the same knobs as -c, -P, -n, -d.
+	args = []string{"--zk", zks.Addr(), "--zk-root", fleetRoot, "--connections", "2", "--pipeline", "4", "--batch", "100", "--duration", "300ms"}
 	if rc := runBench(args, &out, &errb); rc != exitOK {
 		t.Fatalf("bench %v rc %d, stderr %s", args, rc, errb.String())
 	}
 	text := out.String()
 	t.Logf("bench:\n%s", text)
-	for _, want := range []string{"2 worker(s)", "NEXTIDS 100", "ids ", "requests ", "p50", "p99", "p999", "errors       0"} {
+	for _, want := range []string{"2 worker(s)", "2 connection(s), pipeline 4", "NEXTIDS 100", "ids ", "requests ", "p50", "p99", "p999", "errors       0"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("bench output lacks %q", want)
 		}
