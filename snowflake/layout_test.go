@@ -1,6 +1,7 @@
 package snowflake
 
 import (
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"strings"
@@ -167,6 +168,10 @@ func TestSlotNames(t *testing.T) {
 	}
 	if got := (Slot{7, 13}).String(); got != "dc07-m13" {
 		t.Fatalf("String = %q", got)
+	}
+	// JSON logs and documents name a slot as operators see it in ZooKeeper.
+	if b, err := json.Marshal(map[string]Slot{"slot": {7, 13}}); err != nil || string(b) != `{"slot":"dc07-m13"}` {
+		t.Fatalf("json.Marshal of a slot = %s, %v", b, err)
 	}
 	for _, bad := range []string{"dc32-m00", "dc00-m32", "dc7-m13", "x", "dc07-m13-0000000001"} {
 		if _, err := ParseSlot(bad); err == nil {

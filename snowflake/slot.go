@@ -23,6 +23,10 @@ func (s Slot) Index() int { return s.Datacenter*(MaxMachine+1) + s.Machine }
 // String is the slot's name in ZooKeeper, e.g. "dc07-m13".
 func (s Slot) String() string { return fmt.Sprintf("dc%02d-m%02d", s.Datacenter, s.Machine) }
 
+// MarshalText makes a slot its name in JSON too (structured logs, map keys),
+// not {"Datacenter":7,"Machine":13}.
+func (s Slot) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 // Validate reports a datacenter or machine out of range.
 func (s Slot) Validate() error {
 	if err := checkRange("datacenter", int64(s.Datacenter), 0, MaxDatacenter); err != nil {
