@@ -89,7 +89,11 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Coordinator,
 		log.Warn("horizon is longer than the session timeout: a crashed holder's slot waits out the horizon",
 			"horizon", cfg.Horizon, "session_timeout", cfg.SessionTimeout)
 	}
-	c.m = newMetrics(reg, c)
+	m, err := newMetrics(reg, c)
+	if err != nil {
+		return nil, fmt.Errorf("new coordinator: %w", err)
+	}
+	c.m = m
 	c.m.setState(StateStopped)
 	return c, nil
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -183,6 +185,19 @@ func TestConfigValidate(t *testing.T) {
 	cfg.Horizon = 30 * time.Second
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("long horizon: %v", err)
+	}
+}
+
+// A registry that has the coordinator's metrics already is a caller's
+// mistake to report, not a panic.
+func TestMetricsRegisteredTwice(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := New(DefaultConfig(), nil, reg); err != nil {
+		t.Fatalf("first coordinator: %v", err)
+	}
+	_, err := New(DefaultConfig(), nil, reg)
+	if err == nil || !strings.Contains(err.Error(), "register metrics") {
+		t.Fatalf("second coordinator on the same registry: %v, want a register metrics error", err)
 	}
 }
 

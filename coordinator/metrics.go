@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -32,7 +34,9 @@ type metrics struct {
 	ready       prometheus.GaugeFunc
 }
 
-func newMetrics(reg prometheus.Registerer, c *Coordinator) *metrics {
+// newMetrics makes the coordinator's metrics and registers them with reg
+// (nil: none), failing rather than panicking if reg already has them.
+func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	m := &metrics{
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "snowflake_coordinator_lease_state",
@@ -89,10 +93,14 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) *metrics {
 		m.losses.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.state, m.claims, m.creates, m.losses, m.renew, m.renewErrors,
-			m.claimTime, m.skew, m.headroom, m.ready)
+		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.losses, m.renew,
+			m.renewErrors, m.claimTime, m.skew, m.headroom, m.ready} {
+			if err := reg.Register(col); err != nil {
+				return nil, fmt.Errorf("register metrics: %w", err)
+			}
+		}
 	}
-	return m
+	return m, nil
 }
 
 func (m *metrics) setState(s string) {

@@ -1,6 +1,10 @@
 package worker
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics are resolved per command and result up front, so the hot path
 // touches no label maps.
@@ -15,7 +19,9 @@ type metrics struct {
 	timeouts   *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+// newMetrics makes the server's metrics and registers them with reg (nil:
+// none), failing rather than panicking if reg already has them.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	ids := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "snowflake_worker_ids_issued_total",
 		Help: "IDs handed to clients (NEXTID counts 1, NEXTIDS n counts n).",
@@ -62,7 +68,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.timeouts.WithLabelValues(kind)
 	}
 	if reg != nil {
-		reg.MustRegister(ids, requests, latency, m.conns, m.connsTotal, m.rejected, m.protoErrs, m.timeouts)
+		for _, col := range []prometheus.Collector{ids, requests, latency, m.conns, m.connsTotal,
+			m.rejected, m.protoErrs, m.timeouts} {
+			if err := reg.Register(col); err != nil {
+				return nil, fmt.Errorf("register metrics: %w", err)
+			}
+		}
 	}
-	return m
+	return m, nil
 }

@@ -61,8 +61,12 @@ func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (
 	if clock == nil {
 		clock = snowflake.SystemClock{}
 	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("new worker: %w", err)
+	}
 	return &Server{
-		cfg: cfg, lease: lease, log: log, m: newMetrics(reg), clock: clock,
+		cfg: cfg, lease: lease, log: log, m: m, clock: clock,
 		started: time.Now(), conns: map[*conn]struct{}{},
 		shutdown: make(chan struct{}), done: make(chan struct{}),
 	}, nil

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/snowfleet/snowfleet/coordinator"
@@ -578,6 +579,23 @@ func testLeaseLost(t *testing.T, zk *zktest.Server) {
 
 // TestNoZooKeeper: with ZooKeeper unreachable the server is up, answers
 // PING, refuses IDs with -NOLEASE naming the state, and /readyz is 503.
+// A registry that has the server's metrics already is a caller's mistake to
+// report, not a panic.
+func TestMetricsRegisteredTwice(t *testing.T) {
+	coord, err := coordinator.New(coordinator.DefaultConfig(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := New(DefaultConfig(), coord, nil, reg); err != nil {
+		t.Fatalf("first server: %v", err)
+	}
+	_, err = New(DefaultConfig(), coord, nil, reg)
+	if err == nil || !strings.Contains(err.Error(), "register metrics") {
+		t.Fatalf("second server on the same registry: %v, want a register metrics error", err)
+	}
+}
+
 func TestNoZooKeeper(t *testing.T) {
 	w := startWorker(t, "127.0.0.1:1", false, nil)
 	c := w.client()
