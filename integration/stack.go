@@ -54,8 +54,8 @@ func NewStack(t testing.TB, project string) *Stack {
 	s := &Stack{
 		Project: project, repo: repo, compose: cmd,
 		env: []string{
-			"WORKER_IMAGE=" + envOr("WORKER_IMAGE", "snowfleet/snowflaked:chaos"),
-			"ZK_IMAGE=" + envOr("ZK_IMAGE", "snowfleet/zookeeper:3.8"),
+			"WORKER_IMAGE=" + workerImage(),
+			"ZK_IMAGE=" + zkImage(),
 			fmt.Sprintf("SNOWFLAKE_DATACENTER=%d", datacenter),
 			"SNOWFLAKE_SESSION_TIMEOUT=" + sessionTimeout.String(),
 			"SNOWFLAKE_RENEW=" + renew.String(),
@@ -71,6 +71,14 @@ func NewStack(t testing.TB, project string) *Stack {
 	}
 	return s
 }
+
+// workerImage is the worker image the suite runs: the chaos build, whose
+// clock the scenarios move, unless WORKER_IMAGE names another.
+func workerImage() string { return envOr("WORKER_IMAGE", "snowfleet/snowflaked:chaos") }
+
+// zkImage is the ZooKeeper image, ZK_IMAGE (e.g. the official zookeeper:3.8)
+// or the one deploy/build-images.sh makes.
+func zkImage() string { return envOr("ZK_IMAGE", "snowfleet/zookeeper:3.8") }
 
 func envOr(k, def string) string {
 	if v := os.Getenv(k); v != "" {
