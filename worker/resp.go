@@ -141,6 +141,11 @@ func (p *parser) parse(buf []byte) (n int, err error) {
 			return 0, errExpectedDlr
 		}
 		v, hend, err := parseHeader(rest, '$', errBigBulk, errBulkLen)
+		if err == nil && hend == 0 && len(buf) >= MaxFrame {
+			// The buffer holds MaxFrame bytes and this header is not even
+			// complete: the request cannot fit.
+			return 0, errBigFrame
+		}
 		if err != nil || hend == 0 {
 			return 0, err
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -109,6 +110,28 @@ func TestParseIncomplete(t *testing.T) {
 		if n != 0 || err != nil {
 			t.Fatalf("prefix %q: n=%d err=%v, want 0, nil", full[:i], n, err)
 		}
+	}
+}
+
+// A request that fills MaxFrame and still lacks part of a bulk header can
+// never complete: it is refused, not waited for (the read buffer cannot grow).
+func TestParseFrameFullMidHeader(t *testing.T) {
+	bulk := func(k int) string { return "$" + strconv.Itoa(k) + "\r\n" + strings.Repeat("x", k) + "\r\n" }
+	head := "*4\r\n$4\r\nECHO\r\n" + bulk(MaxBulk)
+	// A second argument sized so that the frame reaches MaxFrame-2 bytes,
+	// then the first two bytes of the third argument's header.
+	k := MaxFrame - 2 - len(head) - len(bulk(0))
+	for len(head)+len(bulk(k)) > MaxFrame-2 {
+		k--
+	}
+	buf := []byte(head + bulk(k) + "$1")
+	if len(buf) != MaxFrame {
+		t.Fatalf("test frame is %d bytes, want %d", len(buf), MaxFrame)
+	}
+	p := newParser()
+	n, err := p.parse(buf)
+	if n != 0 || !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("parse of a full frame ending mid-header: n=%d err=%v, want the too-big protocol error", n, err)
 	}
 }
 
