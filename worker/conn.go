@@ -114,21 +114,26 @@ func (c *conn) write() error {
 // rawWrite is write's syscall.RawConn callback: false means "wait until the
 // socket is writable, then call again".
 func (c *conn) rawWrite(fd uintptr) bool {
-	for c.wrote < len(c.wbuf) {
-		p := c.wbuf[c.wrote:]
-		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	c.werr = writeFrom(fd, c.wbuf, &c.wrote)
+	return c.werr != syscall.EAGAIN
+}
+
+// writeFrom writes p[*off:] to the non-blocking socket fd with raw write(2)
+// calls, advancing *off. It returns 0 once all is written, EAGAIN when the
+// socket is full, or the error that broke it.
+func writeFrom(fd uintptr, p []byte, off *int) syscall.Errno {
+	for *off < len(p) {
+		rest := p[*off:]
+		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
 		switch errno {
 		case 0:
-			c.wrote += int(n)
+			*off += int(n)
 		case syscall.EINTR:
-		case syscall.EAGAIN:
-			return false
 		default:
-			c.werr = errno
-			return true
+			return errno
 		}
 	}
-	return true
+	return 0
 }
 
 // serve reads requests, executes every complete one in the buffer, and
@@ -293,6 +298,16 @@ func (c *conn) readError(err error) {
 	c.s.m.timeouts.WithLabelValues("idle").Inc()
 }
 
+// emptyWbuf empties the write buffer once its replies are written, dropping
+// a buffer that grew past keepWriteBuf.
+func (c *conn) emptyWbuf() {
+	if cap(c.wbuf) > keepWriteBuf {
+		c.wbuf = make([]byte, 0, writeBufSize)
+	} else {
+		c.wbuf = c.wbuf[:0]
+	}
+}
+
 // flush writes the buffered replies. It reports false when the connection
 // is broken or the client stopped reading for WriteTimeout.
 func (c *conn) flush() bool {
@@ -311,11 +326,7 @@ func (c *conn) flush() bool {
 		}
 	}
 	err := c.write()
-	if cap(c.wbuf) > keepWriteBuf {
-		c.wbuf = make([]byte, 0, writeBufSize)
-	} else {
-		c.wbuf = c.wbuf[:0]
-	}
+	c.emptyWbuf()
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			c.s.m.timeouts.WithLabelValues("write").Inc()

@@ -96,31 +96,21 @@ func (c *conn) evFlush() bool {
 	if !c.ev.blocked {
 		c.observe(time.Now())
 	}
-	for c.ev.out < len(c.wbuf) {
-		p := c.wbuf[c.ev.out:]
-		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(c.ev.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		switch errno {
-		case 0:
-			c.ev.out += int(n)
-		case syscall.EINTR:
-		case syscall.EAGAIN:
-			if !c.ev.blocked {
-				c.ev.blocked = true
-				c.wdeadline = time.Now().Add(c.s.cfg.WriteTimeout)
-				return c.ev.l.ctl(syscall.EPOLL_CTL_MOD, c.ev.fd, syscall.EPOLLOUT) == nil
-			}
-			return true
-		default:
-			c.ev.blocked = false // broken: finish closes at once
-			return false
+	switch writeFrom(uintptr(c.ev.fd), c.wbuf, &c.ev.out) {
+	case 0:
+	case syscall.EAGAIN:
+		if !c.ev.blocked {
+			c.ev.blocked = true
+			c.wdeadline = time.Now().Add(c.s.cfg.WriteTimeout)
+			return c.ev.l.ctl(syscall.EPOLL_CTL_MOD, c.ev.fd, syscall.EPOLLOUT) == nil
 		}
+		return true
+	default:
+		c.ev.blocked = false // broken: finish closes at once
+		return false
 	}
 	c.ev.out = 0
-	if cap(c.wbuf) > keepWriteBuf {
-		c.wbuf = make([]byte, 0, writeBufSize)
-	} else {
-		c.wbuf = c.wbuf[:0]
-	}
+	c.emptyWbuf()
 	if c.ev.blocked {
 		c.ev.blocked = false
 		return c.ev.l.ctl(syscall.EPOLL_CTL_MOD, c.ev.fd, syscall.EPOLLIN) == nil

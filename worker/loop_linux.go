@@ -216,8 +216,11 @@ func (l *loop) woken() {
 		l.n++
 	}
 	killed, draining := l.killed.Load(), l.s.draining.Load()
+	if !killed && !draining {
+		return // an accept: no need to walk every connection
+	}
 	for _, c := range l.conns {
-		if c != nil && (killed || draining && !c.ev.blocked && !c.ev.lingering) {
+		if c != nil && (killed || !c.ev.blocked && !c.ev.lingering) {
 			l.close(c)
 		}
 	}
