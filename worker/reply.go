@@ -8,8 +8,6 @@ import (
 // Reply encoders append RESP2 to a connection's write buffer. None of them
 // allocates unless the buffer must grow.
 
-func appendUint(dst []byte, v uint64) []byte { return strconv.AppendUint(dst, v, 10) }
-
 func appendInt(dst []byte, v int64) []byte {
 	dst = append(dst, ':')
 	dst = strconv.AppendInt(dst, v, 10)

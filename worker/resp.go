@@ -291,19 +291,3 @@ func parseInt(b []byte) (int64, bool) {
 	}
 	return int64(v), true
 }
-
-// appendCommand encodes args as a RESP array of bulk strings, as clients
-// send them.
-func appendCommand(dst []byte, args ...[]byte) []byte {
-	dst = append(dst, '*')
-	dst = appendUint(dst, uint64(len(args)))
-	dst = append(dst, '\r', '\n')
-	for _, a := range args {
-		dst = append(dst, '$')
-		dst = appendUint(dst, uint64(len(a)))
-		dst = append(dst, '\r', '\n')
-		dst = append(dst, a...)
-		dst = append(dst, '\r', '\n')
-	}
-	return dst
-}

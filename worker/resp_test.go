@@ -259,3 +259,13 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// appendCommand encodes args as a RESP array of bulk strings, as clients
+// send them.
+func appendCommand(dst []byte, args ...[]byte) []byte {
+	dst = appendArrayHeader(dst, len(args))
+	for _, a := range args {
+		dst = appendBulk(dst, a)
+	}
+	return dst
+}
