@@ -22,7 +22,7 @@ func (c *conn) onReadable() bool {
 		return false // EOF or a broken connection
 	}
 	c.w += n
-	c.mark = time.Now()
+	c.mark = c.ev.l.now
 	c.ready = false
 	return c.evStep()
 }

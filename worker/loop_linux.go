@@ -36,7 +36,10 @@ type loop struct {
 	conns  []*conn // by fd
 	n      int     // connections in conns
 	events [128]syscall.EpollEvent
-	every  time.Duration // sweep period for the timeouts
+	// now is read once per round of events: the time of every read in it
+	// (conn.mark) and of the sweep check, one clock read, not one a socket.
+	now   time.Time
+	every time.Duration // sweep period for the timeouts
 }
 
 func newLoop(s *Server) (*loop, error) {
@@ -140,7 +143,7 @@ func (l *loop) run() {
 	_ = l.ep.SetReadDeadline(next)
 	for {
 		err := l.rc.Read(l.pollFn)
-		if errors.Is(err, os.ErrDeadlineExceeded) || time.Now().After(next) {
+		if errors.Is(err, os.ErrDeadlineExceeded) || l.now.After(next) {
 			l.sweep()
 			next = time.Now().Add(l.every)
 			_ = l.ep.SetReadDeadline(next)
@@ -166,6 +169,7 @@ func (l *loop) poll(fd uintptr) bool {
 	if errno != 0 || n == 0 {
 		return errno != 0 && errno != syscall.EINTR
 	}
+	l.now = time.Now()
 	for i := range l.events[:n] {
 		ev := &l.events[i]
 		if int(ev.Fd) == l.wakeR {
