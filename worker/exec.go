@@ -118,13 +118,7 @@ func (c *conn) nextIDs(n int, array bool) result {
 		c.wbuf = appendInt(c.wbuf, first)
 		return resOK
 	}
-	// The largest reply is 4096 IDs of at most 22 bytes each.
-	if free := cap(c.wbuf) - len(c.wbuf); free < n*22+16 {
-		nb := make([]byte, len(c.wbuf), len(c.wbuf)+n*22+16)
-		copy(nb, c.wbuf)
-		c.wbuf = nb
-	}
-	c.wbuf = appendArrayHeader(c.wbuf, n)
+	c.wbuf = appendArrayHeader(c.wbuf, n) // appendIntRun grows wbuf once for the run
 	c.wbuf = appendIntRun(c.wbuf, first, n)
 	return resOK
 }
