@@ -37,11 +37,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# freeport prints a loopback port nothing listens on.
+# freeport prints a loopback port nothing listens on, below Linux's ephemeral
+# range (32768-60999) as zktest.FreePort picks, so no outgoing connection
+# takes it before the server binds it.
 freeport() {
 	local p
 	while :; do
-		p=$((20000 + RANDOM % 40000))
+		p=$((20000 + RANDOM % 12000))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return
@@ -73,10 +75,12 @@ java -Xmx256m -XX:+UseSerialGC -Dzookeeper.admin.enableServer=false \
 	-cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
 	org.apache.zookeeper.server.quorum.QuorumPeerMain "$work/zoo.cfg" >"$work/zk.log" 2>&1 &
 pids+=($!)
+zk_up() { (exec 3<>"/dev/tcp/127.0.0.1/$zkport" && printf srvr >&3 && grep -q Mode: <&3) 2>/dev/null; }
 for _ in $(seq 200); do
-	if (exec 3<>"/dev/tcp/127.0.0.1/$zkport" && printf srvr >&3 && grep -q Mode: <&3) 2>/dev/null; then break; fi
+	zk_up && break
 	sleep 0.05
 done
+zk_up || { echo "bench-server: ZooKeeper not serving on :$zkport" >&2; cat "$work/zk.log" >&2; exit 1; }
 
 # Redis 7.
 rport=$(freeport)
@@ -94,13 +98,14 @@ hport=$(freeport)
 spid=$!
 pids+=($spid)
 
+sf_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/readyz")" = 200 ]; }
+redis_ready() { redis-cli -p "$rport" PING >/dev/null 2>&1; }
 for _ in $(seq 300); do
-	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/readyz")" = 200 ] &&
-		redis-cli -p "$rport" PING >/dev/null 2>&1 && break
+	sf_ready && redis_ready && break
 	sleep 0.05
 done
-[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$hport/readyz")" = 200 ] ||
-	{ echo "bench-server: snowflaked not ready" >&2; cat "$work/snowflaked.log" >&2; exit 1; }
+sf_ready || { echo "bench-server: snowflaked not ready" >&2; cat "$work/snowflaked.log" >&2; exit 1; }
+redis_ready || { echo "bench-server: redis-server not answering" >&2; cat "$work/redis.log" >&2; exit 1; }
 
 # cputicks PID: the process's user+system CPU so far, in clock ticks.
 cputicks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }

@@ -108,7 +108,7 @@ type Verdict struct {
 // Check verifies the invariants over every ID collected so far and the
 // fleet's state in ZooKeeper and in the workers.
 func Check(ctx context.Context, st *Stack, col *Collector) Verdict {
-	ids, violations, bad, _ := col.IDs()
+	ids, violations, bad := col.IDs()
 	v := Verdict{IDs: len(ids), Violations: violations, Bad: bad}
 	var dupExamples []string
 	var maxTs map[snowflake.Slot]int64

@@ -35,7 +35,7 @@ func TestCheckersCatchFaults(t *testing.T) {
 	})
 
 	t.Run("order per slot and client", func(t *testing.T) {
-		s := newStream("test", "redis", "")
+		s := newStream("test", "")
 		// Interleaved slots may go down across slots, never within one.
 		s.add(id(ms, 1, 0), id(ms, 2, 7), id(ms, 1, 1), id(ms-10, 3, 0), id(ms+1, 2, 0))
 		if len(s.violations) != 0 {
@@ -49,7 +49,7 @@ func TestCheckersCatchFaults(t *testing.T) {
 	})
 
 	t.Run("foreign datacenter", func(t *testing.T) {
-		s := newStream("test", "redis", "")
+		s := newStream("test", "")
 		other, _ := snowflake.Encode(snowflake.Fields{UnixMs: ms, Datacenter: datacenter + 1, Machine: 1})
 		s.add(other, -5)
 		if len(s.badIDs) != 2 || len(s.ids) != 0 {

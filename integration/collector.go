@@ -32,7 +32,6 @@ const (
 // stream is one client's sequence of IDs, in the order it got them.
 type stream struct {
 	name string
-	via  string // "client" or "redis"
 	// container is the one worker a redis stream talks to ("" for the Go client).
 	container string
 
@@ -43,8 +42,8 @@ type stream struct {
 	badIDs     []string      // IDs that do not decode or are outside our datacenter
 }
 
-func newStream(name, via, container string) *stream {
-	return &stream{name: name, via: via, container: container, last: map[int]int64{}}
+func newStream(name, container string) *stream {
+	return &stream{name: name, container: container, last: map[int]int64{}}
 }
 
 func (s *stream) add(ids ...int64) {
@@ -111,8 +110,8 @@ func StartCollector(ctx context.Context, st *Stack, log func(string, ...any)) *C
 	c.wg.Add(3)
 	go func() { defer c.wg.Done(); c.follow(ctx) }()
 	// Two Go client streams: batches, and single IDs.
-	go func() { defer c.wg.Done(); c.clientLoop(ctx, newStream("go-client/nextids", "client", ""), batch) }()
-	go func() { defer c.wg.Done(); c.clientLoop(ctx, newStream("go-client/nextid", "client", ""), 1) }()
+	go func() { defer c.wg.Done(); c.clientLoop(ctx, newStream("go-client/nextids", ""), batch) }()
+	go func() { defer c.wg.Done(); c.clientLoop(ctx, newStream("go-client/nextid", ""), 1) }()
 	return c
 }
 
@@ -170,7 +169,7 @@ func (c *Collector) sync(ctx context.Context) {
 			rctx, cancel := context.WithCancel(ctx)
 			r := &redisRunner{addr: a, cancel: cancel, done: make(chan struct{})}
 			c.redis[w.ID] = r
-			s := newStream(fmt.Sprintf("redis/%s@%s", w.Short(), a), "redis", w.ID)
+			s := newStream(fmt.Sprintf("redis/%s@%s", w.Short(), a), w.ID)
 			c.streams = append(c.streams, s)
 			go func() { defer close(r.done); c.redisLoop(rctx, s, a) }()
 		}
@@ -305,20 +304,18 @@ func (c *Collector) TakeErrors() (counts map[string]int, examples map[string]str
 }
 
 // IDs is every ID collected so far, and the violations and bad IDs seen.
-func (c *Collector) IDs() (ids []int64, violations, bad []string, perStream map[*stream][]int64) {
+func (c *Collector) IDs() (ids []int64, violations, bad []string) {
 	c.mu.Lock()
 	streams := slices.Clone(c.streams)
 	c.mu.Unlock()
-	perStream = map[*stream][]int64{}
 	for _, s := range streams {
 		s.mu.Lock()
 		ids = append(ids, s.ids...)
-		perStream[s] = s.ids[:len(s.ids):len(s.ids)]
 		violations = append(violations, s.violations...)
 		bad = append(bad, s.badIDs...)
 		s.mu.Unlock()
 	}
-	return ids, violations, bad, perStream
+	return ids, violations, bad
 }
 
 // ContainerIDs is every ID the direct (go-redis) streams got from one

@@ -49,16 +49,12 @@ func composeCommand() ([]string, error) {
 
 // Container is what the suite needs of one container, from docker inspect.
 type Container struct {
-	ID       string
-	Name     string
-	Hostname string
-	Service  string
-	Number   int
-	Running  bool
-	Paused   bool
-	Health   string
-	Networks []string
-	ports    map[string]int // "7609/tcp" -> host port on 127.0.0.1
+	ID      string
+	Service string
+	Number  int
+	Running bool
+	Paused  bool
+	ports   map[string]int // "7609/tcp" -> host port on 127.0.0.1
 }
 
 // Port is the host port published for the container port ("7609"), or 0.
@@ -77,19 +73,15 @@ func (c Container) Short() string { return c.Service + "_" + strconv.Itoa(c.Numb
 
 type inspectJSON struct {
 	ID     string `json:"Id"`
-	Name   string
 	Config struct {
-		Hostname string
-		Labels   map[string]string
+		Labels map[string]string
 	}
 	State struct {
 		Running bool
 		Paused  bool
-		Health  *struct{ Status string }
 	}
 	NetworkSettings struct {
-		Ports    map[string][]struct{ HostIP, HostPort string }
-		Networks map[string]json.RawMessage
+		Ports map[string][]struct{ HostIP, HostPort string }
 	}
 }
 
@@ -108,23 +100,16 @@ func inspect(ctx context.Context, ids []string) ([]Container, error) {
 	cs := make([]Container, 0, len(raw))
 	for _, r := range raw {
 		c := Container{
-			ID: r.ID, Name: strings.TrimPrefix(r.Name, "/"), Hostname: r.Config.Hostname,
-			Service: r.Config.Labels["com.docker.compose.service"],
+			ID: r.ID, Service: r.Config.Labels["com.docker.compose.service"],
 			Running: r.State.Running, Paused: r.State.Paused, ports: map[string]int{},
 		}
 		c.Number, _ = strconv.Atoi(r.Config.Labels["com.docker.compose.container-number"])
-		if r.State.Health != nil {
-			c.Health = r.State.Health.Status
-		}
 		for p, bs := range r.NetworkSettings.Ports {
 			for _, b := range bs {
 				if n, err := strconv.Atoi(b.HostPort); err == nil && (b.HostIP == "127.0.0.1" || c.ports[p] == 0) {
 					c.ports[p] = n
 				}
 			}
-		}
-		for n := range r.NetworkSettings.Networks {
-			c.Networks = append(c.Networks, n)
 		}
 		cs = append(cs, c)
 	}

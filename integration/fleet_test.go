@@ -86,7 +86,7 @@ func TestFleet(t *testing.T) {
 			col.TakeErrors()
 			before := col.n.snap()
 			want, healed, note := sc.run(e)
-			rec, err := WaitServing(ctx, st, want, recoveryBound+30*time.Second)
+			_, err := WaitServing(ctx, st, want, recoveryBound+30*time.Second)
 			recovery := time.Since(healed)
 			r := row{Name: sc.name, Recovery: recovery, Limit: recoveryBound, Notes: note}
 			if err != nil {
@@ -96,7 +96,6 @@ func TestFleet(t *testing.T) {
 				t.Errorf("fleet served again %v after the heal, bound %v", recovery.Round(100*time.Millisecond), recoveryBound)
 				r.Failed = true
 			}
-			_ = rec
 			_ = sleep(ctx, settle)
 			v := Check(ctx, st, col)
 			after := col.n.snap()

@@ -21,12 +21,11 @@ const placeholderHost = "integration-placeholder"
 // standby worker can only take the slot the fault frees, so a zombie and its
 // successor really share a slot, and a restarted worker gets its former one.
 type Placeholders struct {
-	conn  *zk.Conn
-	Slots []snowflake.Slot
+	conn *zk.Conn
 }
 
-// HoldFreeSlots fills the datacenter's free slots except keep.
-func HoldFreeSlots(ctx context.Context, st *Stack, keep ...snowflake.Slot) (*Placeholders, error) {
+// HoldFreeSlots fills the datacenter's free slots.
+func HoldFreeSlots(ctx context.Context, st *Stack) (*Placeholders, error) {
 	conn, err := st.DialZK(ctx)
 	if err != nil {
 		return nil, err
@@ -40,9 +39,6 @@ func HoldFreeSlots(ctx context.Context, st *Stack, keep ...snowflake.Slot) (*Pla
 	for _, l := range sm.Leases {
 		held[l.Slot] = true
 	}
-	for _, k := range keep {
-		held[k] = true
-	}
 	data, _ := json.Marshal(map[string]any{"addr": "", "host": placeholderHost, "pid": 0, "version": "integration"})
 	p := &Placeholders{conn: conn}
 	for m := 0; m < 32; m++ {
@@ -54,7 +50,6 @@ func HoldFreeSlots(ctx context.Context, st *Stack, keep ...snowflake.Slot) (*Pla
 			conn.Close()
 			return nil, fmt.Errorf("hold slot %s: %w", s, err)
 		}
-		p.Slots = append(p.Slots, s)
 	}
 	return p, nil
 }

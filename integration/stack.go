@@ -3,10 +3,8 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
 // Timings of the stack under test, passed to the compose file. Short, so
@@ -175,18 +174,9 @@ func (s *Stack) ZKServers(ctx context.Context) ([]string, error) {
 // Mode asks a server `srvr` on its published port: leader, follower,
 // standalone, or "" (not serving).
 func Mode(addr string) string {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return ""
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-	if _, err := c.Write([]byte("srvr")); err != nil {
-		return ""
-	}
-	sc := bufio.NewScanner(c)
-	for sc.Scan() {
-		if m, ok := strings.CutPrefix(sc.Text(), "Mode: "); ok {
+	out, _ := zktest.FourLetter(addr, "srvr", 2*time.Second)
+	for line := range strings.Lines(out) {
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
 			return strings.TrimSpace(m)
 		}
 	}

@@ -129,12 +129,6 @@ func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
 // DataDir is the server's data directory, kept across Restart.
 func (s *Server) DataDir() string { return filepath.Join(s.dir, "data") }
 
-// LogPath is the file that receives the server's output.
-func (s *Server) LogPath() string { return s.logPath }
-
-// Options are the options the server runs with, defaults filled in.
-func (s *Server) Options() Options { return s.opts }
-
 func (s *Server) writeConfig() error {
 	if err := os.MkdirAll(s.DataDir(), 0o755); err != nil {
 		return fmt.Errorf("make data dir: %w", err)
@@ -231,14 +225,6 @@ func (s *Server) Restart() {
 	s.Stop()
 	if err := s.start(); err != nil {
 		s.t.Fatalf("zktest: restart: %v", err)
-	}
-}
-
-// Start starts a stopped server again (same port, same data dir).
-func (s *Server) Start() {
-	s.t.Helper()
-	if err := s.start(); err != nil {
-		s.t.Fatalf("zktest: start: %v", err)
 	}
 }
 
