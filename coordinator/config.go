@@ -89,7 +89,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("config Servers %q: contains an empty address", c.Servers)
 		}
 	}
-	if !strings.HasPrefix(c.Root, "/") || (len(c.Root) > 1 && strings.HasSuffix(c.Root, "/")) || c.Root == "/" {
+	if !ValidRoot(c.Root) {
 		return fmt.Errorf("config Root %q: want an absolute znode path such as /snowflake, not / and without a trailing /", c.Root)
 	}
 	if _, _, err := parseAuth(c.Auth); err != nil {
@@ -129,4 +129,11 @@ func (c Config) Validate() error {
 // timeouts of its own.
 func (c Config) callTimeout() time.Duration {
 	return min(max(c.SessionTimeout/2, 200*time.Millisecond), 5*time.Second)
+}
+
+// ValidRoot reports whether root can be a fleet's root znode: an absolute
+// path, not "/" itself, without a trailing slash. The coordinator, the client
+// and snowflakectl all check --zk-root with it.
+func ValidRoot(root string) bool {
+	return len(root) > 1 && root[0] == '/' && root[len(root)-1] != '/'
 }

@@ -201,6 +201,17 @@ func TestMetricsRegisteredTwice(t *testing.T) {
 	}
 }
 
+func TestValidRoot(t *testing.T) {
+	for root, want := range map[string]bool{
+		"/snowflake": true, "/fleets/a": true, "/": false, "": false,
+		"snowflake": false, "/snowflake/": false,
+	} {
+		if got := ValidRoot(root); got != want {
+			t.Errorf("ValidRoot(%q) = %v, want %v", root, got, want)
+		}
+	}
+}
+
 func TestParseLeaseName(t *testing.T) {
 	s, seq, err := ParseLeaseName("_c_0123456789abcdef0123456789abcdef-dc07-m13-0000000042")
 	if err != nil || s != (snowflake.Slot{Datacenter: 7, Machine: 13}) || seq != 42 {

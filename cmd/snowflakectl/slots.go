@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -44,11 +45,11 @@ func (z *zkFlags) check() ([]string, error) {
 		return nil, errors.New("--zk is empty; give host:port[,host:port...]")
 	}
 	for _, s := range servers {
-		if !strings.Contains(s, ":") {
+		if _, _, err := net.SplitHostPort(s); err != nil {
 			return nil, fmt.Errorf("--zk entry %q is not host:port", s)
 		}
 	}
-	if !strings.HasPrefix(z.root, "/") || (len(z.root) > 1 && strings.HasSuffix(z.root, "/")) {
+	if !coordinator.ValidRoot(z.root) {
 		return nil, fmt.Errorf("--zk-root %q must be an absolute znode path like /snowflake", z.root)
 	}
 	if z.auth != "" && !strings.Contains(z.auth, ":") {

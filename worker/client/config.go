@@ -86,7 +86,7 @@ func (c Config) Validate() error {
 		}
 	}
 	switch {
-	case len(c.Servers) > 0 && (len(c.Root) < 2 || c.Root[0] != '/' || c.Root[len(c.Root)-1] == '/'):
+	case len(c.Servers) > 0 && !coordinator.ValidRoot(c.Root):
 		return fmt.Errorf("client config: Root %q must be an absolute znode path like /snowflake", c.Root)
 	case len(c.Servers) > 0 && c.SessionTimeout < 100*time.Millisecond:
 		return fmt.Errorf("client config: SessionTimeout %v must be at least 100ms", c.SessionTimeout)
