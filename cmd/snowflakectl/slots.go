@@ -20,9 +20,6 @@ import (
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
-// totalSlots is the number of (datacenter, machine) slots of the layout.
-const totalSlots = 1024
-
 // zkFlags are the ZooKeeper flags shared by slots, next and bench; each
 // defaults from the environment variable snowflaked reads for it.
 type zkFlags struct {
@@ -171,7 +168,7 @@ func runSlots(args []string, stdout, stderr io.Writer) int {
 
 func buildSlotsReport(m coordinator.SlotMap, root string, now time.Time, all bool) slotsReport {
 	nowMs := now.UnixMilli()
-	rep := slotsReport{Root: root, NowMs: nowMs, Held: len(m.Leases), Free: totalSlots - len(m.Leases), Used: len(m.Slots), Slots: []slotRow{}}
+	rep := slotsReport{Root: root, NowMs: nowMs, Held: len(m.Leases), Free: snowflake.Slots - len(m.Leases), Used: len(m.Slots), Slots: []slotRow{}}
 	held := make(map[snowflake.Slot]bool, len(m.Leases))
 	addRecord := func(r *slotRow, s snowflake.Slot) {
 		rec, ok := m.Slots[s]
@@ -229,7 +226,7 @@ func printSlots(w io.Writer, rep slotsReport, servers string) {
 			msOrDash(r.ReservedUntilMs), durOrDash(r.AheadMs, true), msOrDash(r.LastMs), durOrDash(r.IdleMs, false))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "held %d, free %d (of %d); %d slots ever used\n", rep.Held, rep.Free, totalSlots, rep.Used)
+	fmt.Fprintf(w, "held %d, free %d (of %d); %d slots ever used\n", rep.Held, rep.Free, snowflake.Slots, rep.Used)
 }
 
 const (

@@ -30,10 +30,6 @@ func (c *Client) call(ctx context.Context, req func(*Conn) error) error {
 		now := time.Now().UnixNano()
 		e := pick(eps, now, tried[:min(ntried, len(tried))])
 		if e == nil {
-			if len(eps) == 0 && c.isClosed() {
-				c.m.failures.Inc()
-				return ErrClosed
-			}
 			if err := c.waitForWorker(ctx, set, now); err != nil {
 				return c.fail(attempts, last, err)
 			}
@@ -66,7 +62,7 @@ func (c *Client) do(ctx context.Context, e *endpoint, req func(*Conn) error) err
 	conn, err := e.acquire(ctx, c.cfg.DialTimeout, now.Add(-c.cfg.IdleTimeout))
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
-			return errRetryLater{err}
+			return err // no fault of the worker: no backoff
 		}
 		c.m.broken.Inc()
 		c.backoff(e, err)
@@ -110,7 +106,7 @@ func (c *Client) failed(ctx context.Context, e *endpoint, err error, broken bool
 		return err
 	case ctx.Err() != nil:
 		// Our own deadline cut the round trip short: no fault of the worker.
-		return errRetryLater{err}
+		return err
 	default:
 		c.m.broken.Inc()
 		c.backoff(e, err)
@@ -133,13 +129,6 @@ func (c *Client) backoff(e *endpoint, err error) {
 	}
 	c.log.Debug("worker failed again", "addr", e.addr, "backoff", d, "error", err)
 }
-
-// errRetryLater wraps a failure that says nothing about the worker (our
-// own deadline ran out while waiting for a pooled connection).
-type errRetryLater struct{ err error }
-
-func (e errRetryLater) Error() string { return e.err.Error() }
-func (e errRetryLater) Unwrap() error { return e.err }
 
 // retryable reports whether another attempt may succeed where err failed.
 func retryable(err error) bool {

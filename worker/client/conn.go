@@ -7,10 +7,12 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // MaxBatch is the most IDs one NEXTIDS may ask for.
-const MaxBatch = 4096
+const MaxBatch = snowflake.MaxBatch
 
 // readBufSize holds a whole NEXTIDS 4096 reply (about 90 KB) in two reads.
 const readBufSize = 64 << 10

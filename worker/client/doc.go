@@ -8,7 +8,8 @@
 // It speaks RESP2 itself rather than through a Redis library: the ID
 // commands need three reply types (integer, array of integers, error), and a
 // hand-written reader parses the integers straight out of the read buffer
-// into the caller's slice, so Next allocates nothing
+// into the caller's slice, so Next allocates nothing (given a ctx with a
+// deadline; without one, the CallTimeout context is the call's allocation)
 // and NextN only its result. Conn, the single-connection building block, is
 // exported for tools that pipeline (snowflakectl bench).
 //
