@@ -40,21 +40,29 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Client, erro
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	var conn *zk.Conn
+	if len(cfg.Static) == 0 {
+		// Dialled before the metrics are registered, so that a failed New
+		// leaves nothing in reg and can be retried.
+		var err error
+		if conn, err = dialZK(cfg, log); err != nil {
+			return nil, err
+		}
+	}
 	m, err := newMetrics(reg)
 	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
 		return nil, err
 	}
 	c := &Client{cfg: cfg, log: log, m: m, changed: make(chan struct{}), done: make(chan struct{})}
 	empty := []*endpoint{}
 	c.eps.Store(&empty)
-	if len(cfg.Static) > 0 {
+	if conn == nil {
 		c.setEndpoints(cfg.Static)
 		close(c.done)
 		return c, nil
-	}
-	conn, err := dialZK(cfg, log)
-	if err != nil {
-		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.zk, c.cancel = conn, cancel
