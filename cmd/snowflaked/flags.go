@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ type options struct {
 	idle, read, write, drain  time.Duration
 	logFormat, logLevel       string
 	showVersion               bool
+	fs                        *flag.FlagSet // what was parsed, for flagError
 }
 
 // errHelp: -h was given and usage was printed; exit 0.
@@ -47,6 +49,7 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	wd := worker.DefaultConfig()
 	var o options
 	fs := flag.NewFlagSet("snowflaked", flag.ContinueOnError)
+	o.fs = fs
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.zk, "zk", strings.Join(cd.Servers, ","), "ZooKeeper servers, comma-separated host:port list")
 	fs.StringVar(&o.zkRoot, "zk-root", cd.Root, "root znode of the fleet (several fleets can share an ensemble)")
@@ -183,39 +186,22 @@ func flagError(err error, o options) error {
 	return usagef("%s", msg)
 }
 
-// value is the flag's value as given, for error messages.
+// value is the flag's value as parsed, for error messages: strings quoted,
+// the auth secret hidden.
 func (o options) value(name string) string {
-	switch name {
-	case "zk":
-		return fmt.Sprintf("%q", o.zk)
-	case "zk-root":
-		return fmt.Sprintf("%q", o.zkRoot)
-	case "zk-auth":
+	f := o.fs.Lookup(name)
+	switch {
+	case f == nil:
+		return ""
+	case name == "zk-auth":
 		return `"(hidden)"`
-	case "datacenter":
-		return fmt.Sprint(o.datacenter)
-	case "session-timeout":
-		return o.sessionTimeout.String()
-	case "renew":
-		return o.renew.String()
-	case "horizon":
-		return o.horizon.String()
-	case "max-skew":
-		return o.maxSkew.String()
-	case "release-timeout":
-		return o.release.String()
-	case "max-conns":
-		return fmt.Sprint(o.maxConns)
-	case "idle-timeout":
-		return o.idle.String()
-	case "read-timeout":
-		return o.read.String()
-	case "write-timeout":
-		return o.write.String()
-	case "drain-timeout":
-		return o.drain.String()
 	}
-	return ""
+	if g, ok := f.Value.(flag.Getter); ok {
+		if _, isString := g.Get().(string); isString {
+			return strconv.Quote(f.Value.String())
+		}
+	}
+	return f.Value.String()
 }
 
 // advertised is the address to publish for a bound listener: its port, and
