@@ -150,20 +150,8 @@ func Start(t testing.TB, opts Options) *Worker {
 // lostPortRace waits until the worker answers /healthz (both ports bound)
 // or exits, and reports an exit because a port was taken meanwhile.
 func (w *Worker) lostPortRace() bool {
-	hc := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		select {
-		case <-w.exited:
-			return strings.Contains(w.Log(), "address already in use")
-		default:
-		}
-		if resp, err := hc.Get("http://" + w.HTTP + "/healthz"); err == nil {
-			resp.Body.Close()
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return false
+	err := w.waitFor("/healthz", 10*time.Second)
+	return errors.Is(err, errExited) && strings.Contains(w.Log(), "address already in use")
 }
 
 func startOnce(t testing.TB, bin string, opts Options) *Worker {
@@ -213,38 +201,40 @@ func cleanEnv() []string {
 	return env
 }
 
-// PID is the worker's process id.
-func (w *Worker) PID() int { return w.cmd.Process.Pid }
-
 // WaitReady waits until /readyz answers 200 (a lease held and serving).
 func (w *Worker) WaitReady(timeout time.Duration) {
 	w.t.Helper()
-	if err := w.waitStatus(http.StatusOK, timeout); err != nil {
+	if err := w.waitFor("/readyz", timeout); err != nil {
 		w.t.Fatalf("fleettest: worker %s not ready: %v\nlog %s:\n%s", w.Addr, err, w.LogPath, w.Log())
 	}
 }
 
-func (w *Worker) waitStatus(want int, timeout time.Duration) error {
+// errExited: the worker's process ended while waitFor polled.
+var errExited = errors.New("worker exited")
+
+// waitFor polls path on the admin port until it answers 200, the process
+// exits (errExited) or timeout passes.
+func (w *Worker) waitFor(path string, timeout time.Duration) error {
 	hc := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(timeout)
 	last := errors.New("no answer yet")
 	for time.Now().Before(deadline) {
 		select {
 		case <-w.exited:
-			return fmt.Errorf("exited: %v", w.err)
+			return fmt.Errorf("%w: %v", errExited, w.err)
 		default:
 		}
-		resp, err := hc.Get("http://" + w.HTTP + "/readyz")
+		resp, err := hc.Get("http://" + w.HTTP + path)
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == want {
+			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
-			last = fmt.Errorf("/readyz answered %s", resp.Status)
+			last = fmt.Errorf("%s answered %s", path, resp.Status)
 		} else {
 			last = err
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("after %v: %w", timeout, last)
 }
@@ -269,9 +259,6 @@ func (w *Worker) Term(timeout time.Duration) error {
 		return fmt.Errorf("worker %s did not exit %v after SIGTERM", w.Addr, timeout)
 	}
 }
-
-// Exited is closed when the process has exited.
-func (w *Worker) Exited() <-chan struct{} { return w.exited }
 
 // Log is the worker's output so far (the last 8 KB).
 func (w *Worker) Log() string {
