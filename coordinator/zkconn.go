@@ -16,34 +16,37 @@ import (
 // to read as the world. The session is established in the background; calls
 // wait for it.
 func Dial(servers []string, auth string, sessionTimeout time.Duration, log hclog.Logger) (*zk.Conn, error) {
-	conn, _, err := dial(servers, auth, sessionTimeout, log, nil)
-	return conn, err
+	if _, _, err := parseAuth(auth); err != nil {
+		return nil, err
+	}
+	conn, err := dial(servers, sessionTimeout, log, nil)
+	if err != nil || auth == "" {
+		return conn, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout+5*time.Second)
+	defer cancel()
+	if err := addAuth(ctx, conn, auth); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
 }
 
-func dial(servers []string, auth string, sessionTimeout time.Duration, log hclog.Logger, cb zk.EventCallback) (*zk.Conn, <-chan zk.Event, error) {
+// dial opens a session without credentials; go-zookeeper's event channel
+// is not used (cb, when set, sees every event).
+func dial(servers []string, sessionTimeout time.Duration, log hclog.Logger, cb zk.EventCallback) (*zk.Conn, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	if len(servers) == 0 {
-		return nil, nil, fmt.Errorf("dial zookeeper: no servers given")
+		return nil, fmt.Errorf("dial zookeeper: no servers given")
 	}
-	if _, _, err := parseAuth(auth); err != nil {
-		return nil, nil, err
-	}
-	conn, events, err := zk.Connect(servers, sessionTimeout,
+	conn, _, err := zk.Connect(servers, sessionTimeout,
 		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithEventCallback(cb))
 	if err != nil {
-		return nil, nil, fmt.Errorf("dial zookeeper %s: %w", strings.Join(servers, ","), err)
+		return nil, fmt.Errorf("dial zookeeper %s: %w", strings.Join(servers, ","), err)
 	}
-	if auth != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout+5*time.Second)
-		defer cancel()
-		if err := addAuth(ctx, conn, auth); err != nil {
-			conn.Close()
-			return nil, nil, err
-		}
-	}
-	return conn, events, nil
+	return conn, nil
 }
 
 // addAuth adds digest credentials, retrying while no server answers, until
