@@ -50,11 +50,18 @@ func getStatus(ctx context.Context, c Container) (workerStatus, error) {
 
 // serves reports whether a worker hands out an ID on a fresh connection.
 func serves(ctx context.Context, addr string) error {
-	rdb := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
+	rdb := newRedis(addr)
 	defer rdb.Close()
 	_, err := rdb.Do(ctx, "NEXTID").Int64()
 	return err
+}
+
+// newRedis is a go-redis client of one worker, as the suite uses it: RESP2,
+// one connection, no retries of its own (a failure is what we count), 1 s
+// bounds on every step.
+func newRedis(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 1,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second})
 }
 
 // WaitServing waits until exactly want worker containers run and every one

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker/client"
@@ -239,10 +238,7 @@ func (c *Collector) clientLoop(ctx context.Context, s *stream, n int) {
 }
 
 func (c *Collector) redisLoop(ctx context.Context, s *stream, addr string) {
-	rdb := redis.NewClient(&redis.Options{
-		Addr: addr, Protocol: 2, MaxRetries: -1, PoolSize: 1,
-		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-	})
+	rdb := newRedis(addr)
 	defer rdb.Close()
 	for i := 0; ctx.Err() == nil; i++ {
 		var ids []int64
