@@ -59,8 +59,7 @@ down:
 
 ## images-clean: drop the images and the cached Debian rootfs (the next build is cold)
 images-clean:
-	-docker image rm snowfleet/snowflaked:latest snowfleet/snowflaked:chaos snowfleet/zookeeper:3.8 snowfleet/zookeeper-base:bookworm
-	rm -rf $${XDG_CACHE_HOME:-$$HOME/.cache}/snowfleet
+	deploy/build-images.sh clean
 
 ## integration: the docker-compose chaos suite
 integration:

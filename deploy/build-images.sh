@@ -7,6 +7,7 @@
 # the base image exists, re-imported from the cached rootfs tarball otherwise.
 #
 # Usage: deploy/build-images.sh [worker] [chaos] [zookeeper]   (default: all)
+#        deploy/build-images.sh clean   (remove them, the base and the cache)
 # Env: ZK_IMAGE (an image you already have, e.g. zookeeper:3.8, is left alone),
 #      SNOWFLEET_CACHE, DEBIAN_MIRROR, DEBIAN_SUITE, REBUILD_BASE=1.
 set -euo pipefail
@@ -109,6 +110,18 @@ build_zookeeper() {
 	log "built $ZK_IMAGE"
 }
 
+# clean removes the images this script makes (a ZK_IMAGE not ours is left
+# alone), the ZooKeeper base and the cached rootfs: the next build is cold.
+clean() {
+	local images=("$WORKER_IMAGE" "$CHAOS_IMAGE" "$ZK_BASE_IMAGE")
+	if [[ $ZK_IMAGE == snowfleet/* ]]; then images+=("$ZK_IMAGE"); fi
+	for i in "${images[@]}"; do
+		if docker image rm "$i" >/dev/null 2>&1; then log "removed $i"; fi
+	done
+	rm -rf "$SNOWFLEET_CACHE"
+	log "removed $SNOWFLEET_CACHE"
+}
+
 main() {
 	local what=("$@")
 	((${#what[@]})) || what=(worker chaos zookeeper)
@@ -118,7 +131,8 @@ main() {
 		worker) build_worker "$WORKER_IMAGE" "" ;;
 		chaos) build_worker "$CHAOS_IMAGE" chaos ;;
 		zookeeper) build_zookeeper ;;
-		*) die "unknown image '$w' (want worker, chaos or zookeeper)" ;;
+		clean) clean ;;
+		*) die "unknown image '$w' (want worker, chaos, zookeeper, or clean)" ;;
 		esac
 	done
 }
