@@ -34,9 +34,6 @@ type lease struct {
 	ceiling int64
 	// version is the slot node's version after our last confirmed write.
 	version int32
-	// unknown: a write whose outcome is unknown is outstanding.
-	unknown bool
-	since   time.Time
 }
 
 // claim returns a won lease node with a confirmed reservation, standing by
@@ -235,7 +232,7 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 		s.deletePath(ctx, created)
 		return nil, err
 	}
-	return &lease{slot: slot, name: name, path: created, guid: guid, session: st.EphemeralOwner, since: now}, nil
+	return &lease{slot: slot, name: name, path: created, guid: guid, session: st.EphemeralOwner}, nil
 }
 
 func (s *session) addOrphan(guid string, sid int64) {

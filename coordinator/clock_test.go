@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // A worker whose clock is behind a slot's stored reservation waits until
@@ -146,13 +148,14 @@ func TestClockSkew(t *testing.T) {
 	cfg := pinned(testConfig(zs.Addr()), testSlot)
 	cfg.Clock = clk
 	rec := newRecorder()
-	a := startWorker(t, "A", cfg, rec)
+	reg := prometheus.NewRegistry()
+	a := startWorkerWith(t, "A", cfg, rec, reg)
 	waitFor(t, 10*time.Second, "lease held", func() bool { return a.c.Generator() != nil })
 	waitFor(t, 5*time.Second, "skew measured", func() bool { return a.c.Status().SkewMs < -1500 })
 	if a.c.Ready() {
 		t.Fatalf("ready with a skew of %d ms (bound 500 ms)", a.c.Status().SkewMs)
 	}
-	if v := a.c.m.skewValue(); v > -1.5 {
+	if v := gaugeValue(t, reg, "snowflake_coordinator_clock_skew_seconds"); v > -1.5 {
 		t.Fatalf("exported skew %v s, want about -2", v)
 	}
 	clk.Shift(-2 * time.Second)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -63,7 +64,14 @@ type worker struct {
 
 func startWorker(t testing.TB, name string, cfg Config, rec *recorder) *worker {
 	t.Helper()
-	c, err := New(cfg, testLogger(t, name), nil)
+	return startWorkerWith(t, name, cfg, rec, nil)
+}
+
+// startWorkerWith is startWorker with the coordinator's metrics registered
+// in reg.
+func startWorkerWith(t testing.TB, name string, cfg Config, rec *recorder, reg prometheus.Registerer) *worker {
+	t.Helper()
+	c, err := New(cfg, testLogger(t, name), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,3 +263,19 @@ func readSlot(t testing.TB, conn *zk.Conn, root string, s snowflake.Slot) (SlotR
 }
 
 func startZK(t testing.TB) *zktest.Server { return zktest.Start(t) }
+
+// gaugeValue is the value of the unlabelled gauge name as reg exports it.
+func gaugeValue(t testing.TB, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("registry exports no gauge %s", name)
+	return 0
+}

@@ -303,11 +303,10 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 		switch res {
 		case writeOK:
 			c.observeWrite(st, now, c.nowMs(), sent)
-			l.version, l.ceiling, l.unknown = st.Version, target, false
+			l.version, l.ceiling = st.Version, target
 			gen.SetCeiling(target)
 			return writeOK
 		case writeUnknown:
-			l.unknown = true
 			c.m.renewErrors.WithLabelValues("unknown").Inc()
 			c.log.Debug("renew got no answer; serving up to the confirmed ceiling",
 				"slot", l.slot, "ceiling", time.UnixMilli(l.ceiling).UTC(), "error", err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // States a Coordinator reports in Status and the lease_state metric.
@@ -111,13 +110,4 @@ func (m *metrics) setState(s string) {
 		}
 		m.state.WithLabelValues(x).Set(v)
 	}
-}
-
-// skewValue is the exported skew in seconds.
-func (m *metrics) skewValue() float64 {
-	var d dto.Metric
-	if err := m.skew.Write(&d); err != nil {
-		return 0
-	}
-	return d.GetGauge().GetValue()
 }
