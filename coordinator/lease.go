@@ -10,6 +10,13 @@ import (
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
+// reservedUntil is the reservation rule: a holder reserves Horizon past its
+// clock, never below floor (the stored reservation found at claim, or the
+// ceiling already confirmed), so a clock that stepped back never lowers it.
+func (c *Coordinator) reservedUntil(now, floor int64) int64 {
+	return max(now+c.cfg.Horizon.Milliseconds(), floor)
+}
+
 // readSlot reads a slot node; exists is false when the slot was never used.
 func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exists bool, err error) {
 	var (
@@ -30,6 +37,20 @@ func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exist
 	}
 	rec.Version, rec.MtimeMs = st.Version, st.Mtime
 	return rec, true, nil
+}
+
+// writeSlot writes rec, naming l's node as its holder, into l's slot node,
+// fenced by l's lease node: with create the slot node is made (its first
+// use), otherwise it is set at version.
+func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, version int32, create bool) (*zk.Stat, writeResult, error) {
+	sp := SlotPath(s.c.cfg.Root, l.slot)
+	rec.Holder = l.name
+	data := encodeSlot(rec)
+	var op any = &zk.SetDataRequest{Path: sp, Data: data, Version: version}
+	if create {
+		op = &zk.CreateRequest{Path: sp, Data: data, Acl: s.c.acl}
+	}
+	return s.fenced(ctx, l, op)
 }
 
 // writeResult classifies a fenced write.
@@ -76,14 +97,12 @@ func (s *session) fenced(ctx context.Context, l *lease, op any) (*zk.Stat, write
 	return nil, writeFailed, err
 }
 
-// reserve makes the claim's fenced reservation: it reads the slot, waits for
-// the clock to pass the stored reservation R, then writes
-// reserved_until = max(now + horizon, R) fenced by our lease node. false
-// means the lease is given up (lost, or the wait was too long) and its node
-// deleted.
+// reserve makes the claim's fenced reservation: it reads the slot, waits
+// for the clock to pass the stored reservation R, then writes
+// reservedUntil(now, R) fenced by our lease node. false means the lease is
+// given up (lost, or the wait was too long) and its node deleted.
 func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 	c := s.c
-	sp := SlotPath(c.cfg.Root, l.slot)
 	attempted := false // a write of ours may have landed
 	var seenVersion int32 = -2
 	for {
@@ -117,11 +136,11 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 		}
 		seenVersion = version
 		if !exists {
+			// First use of the slot: no stored reservation to stay above.
 			now := c.nowMs()
-			target := now + c.cfg.Horizon.Milliseconds()
-			data := encodeSlot(SlotRecord{ReservedUntilMs: target, Holder: l.name, UpdatedMs: now})
+			target := c.reservedUntil(now, 0)
 			attempted = true
-			_, res, err := s.fenced(ctx, l, &zk.CreateRequest{Path: sp, Data: data, Acl: c.acl})
+			_, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version, true)
 			switch res {
 			case writeOK:
 				l.floor, l.version, l.ceiling = 0, 0, target
@@ -144,12 +163,11 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 			return false, nil
 		}
 		now := c.nowMs()
-		target := max(now+c.cfg.Horizon.Milliseconds(), R)
-		data := encodeSlot(SlotRecord{ReservedUntilMs: target, Holder: l.name, UpdatedMs: now})
+		target := c.reservedUntil(now, R)
 		attempted = true
 		sent := time.Now()
 		sendMs := c.nowMs()
-		st, res, err := s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: data, Version: version})
+		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version, false)
 		switch res {
 		case writeOK:
 			c.observeWrite(st, sendMs, c.nowMs(), sent)
@@ -283,23 +301,21 @@ func (s *session) hold(ctx context.Context, l *lease) {
 	}
 }
 
-// renew raises the reservation to max(now + horizon, confirmed ceiling) —
+// renew raises the reservation to reservedUntil(now, confirmed ceiling) —
 // never lower, whatever the clock did — and records the last issued
 // timestamp. The generator's ceiling moves only after the write is
 // confirmed.
 func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator) writeResult {
 	c := s.c
-	sp := SlotPath(c.cfg.Root, l.slot)
 	for attempt := 0; ; attempt++ {
 		now := c.nowMs()
-		target := max(now+c.cfg.Horizon.Milliseconds(), l.ceiling)
+		target := c.reservedUntil(now, l.ceiling)
 		var last int64
 		if gen.Issued() > 0 {
 			last = gen.LastMs()
 		}
-		data := encodeSlot(SlotRecord{ReservedUntilMs: target, LastMs: last, Holder: l.name, UpdatedMs: now})
 		sent := time.Now()
-		st, res, err := s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: data, Version: l.version})
+		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, LastMs: last, UpdatedMs: now}, l.version, false)
 		switch res {
 		case writeOK:
 			c.observeWrite(st, now, c.nowMs(), sent)
@@ -370,11 +386,10 @@ func (s *session) release(l *lease, gen *snowflake.Generator) {
 	if gen.Issued() > 0 {
 		issued = last
 	}
-	sp := SlotPath(c.cfg.Root, l.slot)
 	lowered := false
 	for attempt := 0; attempt < 2 && ctx.Err() == nil; attempt++ {
-		data := encodeSlot(SlotRecord{ReservedUntilMs: target, LastMs: issued, Holder: l.name, UpdatedMs: c.nowMs()})
-		_, res, _ := s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: data, Version: l.version})
+		lowest := SlotRecord{ReservedUntilMs: target, LastMs: issued, UpdatedMs: c.nowMs()}
+		_, res, _ := s.writeSlot(ctx, l, lowest, l.version, false)
 		if res == writeOK {
 			lowered = true
 			break
