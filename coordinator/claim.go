@@ -138,21 +138,28 @@ func (s *session) list(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// standby waits for a change of leases/ (the watch), a periodic re-list, or
-// ctx.
-func (s *session) standby(ctx context.Context) {
-	c := s.c
-	if c.getState() != StateStandby {
-		c.log.Info("every slot is held; standing by", "datacenter", c.cfg.Datacenter)
-		c.setState(StateStandby)
+// cleanOrphans deletes nodes of our creates whose answer was lost: such a
+// node blocks its slot for as long as our session lives.
+func (s *session) cleanOrphans(ctx context.Context, names []string) {
+	if len(s.orphans) == 0 {
+		return
 	}
-	t := time.NewTimer(max(c.cfg.Renew, time.Second))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-s.watch:
-		s.watch = nil
-	case <-t.C:
+	cur := s.conn.SessionID()
+	for g, sid := range s.orphans {
+		if sid != cur {
+			delete(s.orphans, g) // that session, and its nodes, are gone
+		}
+	}
+	for _, n := range names {
+		if !strings.HasPrefix(n, protectedPrefix) || len(n) < len(protectedPrefix)+32 {
+			continue
+		}
+		g := n[len(protectedPrefix) : len(protectedPrefix)+32]
+		if _, ok := s.orphans[g]; ok {
+			if s.deletePath(ctx, LeasesPath(s.c.cfg.Root)+"/"+n) {
+				delete(s.orphans, g)
+			}
+		}
 	}
 }
 
@@ -184,6 +191,24 @@ func (s *session) freeSlots(names []string) []snowflake.Slot {
 		free = append(free, sl)
 	}
 	return free
+}
+
+// standby waits for a change of leases/ (the watch), a periodic re-list, or
+// ctx.
+func (s *session) standby(ctx context.Context) {
+	c := s.c
+	if c.getState() != StateStandby {
+		c.log.Info("every slot is held; standing by", "datacenter", c.cfg.Datacenter)
+		c.setState(StateStandby)
+	}
+	t := time.NewTimer(max(c.cfg.Renew, time.Second))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-s.watch:
+		s.watch = nil
+	case <-t.C:
+	}
 }
 
 // createLease creates the protected ephemeral sequential node of slot and
@@ -235,47 +260,134 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	return &lease{slot: slot, name: name, path: created, guid: guid, session: st.EphemeralOwner}, nil
 }
 
-func (s *session) addOrphan(guid string, sid int64) {
-	if s.orphans == nil {
-		s.orphans = map[string]int64{}
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "unknown"
 	}
-	s.orphans[guid] = sid
+	return h
 }
 
-// cleanOrphans deletes nodes of our creates whose answer was lost: such a
-// node blocks its slot for as long as our session lives.
-func (s *session) cleanOrphans(ctx context.Context, names []string) {
-	if len(s.orphans) == 0 {
-		return
-	}
-	cur := s.conn.SessionID()
-	for g, sid := range s.orphans {
-		if sid != cur {
-			delete(s.orphans, g) // that session, and its nodes, are gone
+// reserve makes the claim's fenced reservation: it reads the slot, waits
+// for the clock to pass the stored reservation R, then writes
+// reservedUntil(now, R) fenced by our lease node. false means the lease is
+// given up (lost, or the wait was too long) and its node deleted.
+func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
+	c := s.c
+	attempted := false // a write of ours may have landed
+	var seenVersion int32 = -2
+	for {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
 		}
-	}
-	for _, n := range names {
-		if !strings.HasPrefix(n, protectedPrefix) || len(n) < len(protectedPrefix)+32 {
+		if s.conn.SessionID() != l.session {
+			return false, nil // the session, and our node with it, is gone
+		}
+		rec, exists, err := s.readSlot(ctx, l)
+		if err != nil {
+			if fatal(err) {
+				return false, err
+			}
+			sleep(ctx, 100*time.Millisecond)
 			continue
 		}
-		g := n[len(protectedPrefix) : len(protectedPrefix)+32]
-		if _, ok := s.orphans[g]; ok {
-			if s.deletePath(ctx, LeasesPath(s.c.cfg.Root)+"/"+n) {
-				delete(s.orphans, g)
+		if exists && rec.Holder == l.name {
+			// Our own write landed although its answer was lost: adopt it.
+			l.version, l.ceiling = rec.Version, rec.ReservedUntilMs
+			return true, nil
+		}
+		version := int32(-1)
+		if exists {
+			version = rec.Version
+		}
+		if attempted && version != seenVersion {
+			c.log.Warn("slot written by another holder during our claim", "slot", l.slot, "holder", rec.Holder)
+			s.deleteLease(ctx, l)
+			return false, nil
+		}
+		seenVersion = version
+		if !exists {
+			// First use of the slot: no stored reservation to stay above.
+			now := c.nowMs()
+			target := c.reservedUntil(now, 0)
+			attempted = true
+			_, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version, true)
+			switch res {
+			case writeOK:
+				l.floor, l.version, l.ceiling = 0, 0, target
+				return true, nil
+			case writeLeaseGone:
+				return false, nil
+			case writeFailed:
+				if fatal(err) {
+					return false, err
+				}
+				c.log.Warn("cannot create slot node", "slot", l.slot, "error", err)
+				sleep(ctx, 200*time.Millisecond)
 			}
+			continue // conflict, unknown: read again
+		}
+		R := rec.ReservedUntilMs
+		l.floor = R
+		if !s.waitPast(ctx, l, R) {
+			s.deleteLease(ctx, l)
+			return false, nil
+		}
+		now := c.nowMs()
+		target := c.reservedUntil(now, R)
+		attempted = true
+		sent := time.Now()
+		sendMs := c.nowMs()
+		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version, false)
+		switch res {
+		case writeOK:
+			c.observeWrite(st, sendMs, c.nowMs(), sent)
+			l.version, l.ceiling = st.Version, target
+			return true, nil
+		case writeLeaseGone:
+			return false, nil
+		case writeFailed:
+			if fatal(err) {
+				return false, err
+			}
+			c.log.Warn("cannot write slot reservation", "slot", l.slot, "error", err)
+			sleep(ctx, 200*time.Millisecond)
+			attempted = false
 		}
 	}
 }
 
-// deleteLease deletes a lease node of ours (lost race, given up slot).
-func (s *session) deleteLease(ctx context.Context, l *lease) {
-	if !s.deletePath(ctx, l.path) {
-		s.addOrphan(l.guid, l.session)
+// waitPast waits until the clock is past R, the stored reservation; false
+// if that is further than MaxReservationWait (a clock behind, or a horizon
+// longer than the wait): the slot is then avoided for that long.
+func (s *session) waitPast(ctx context.Context, l *lease, R int64) bool {
+	c := s.c
+	gap := time.Duration(R-c.nowMs()) * time.Millisecond
+	if gap < 0 {
+		return true
 	}
-}
-
-// deletePath deletes a node; true if it is gone.
-func (s *session) deletePath(ctx context.Context, p string) bool {
-	err := s.c.call(ctx, 0, func() error { return s.conn.Delete(p, -1) })
-	return err == nil || errors.Is(err, zk.ErrNoNode)
+	if gap > c.cfg.MaxReservationWait {
+		c.log.Info("slot is reserved too far past our clock; trying another",
+			"slot", l.slot, "reserved_until", time.UnixMilli(R).UTC(), "wait", gap, "max_wait", c.cfg.MaxReservationWait)
+		if s.avoid == nil {
+			s.avoid = map[snowflake.Slot]time.Time{}
+		}
+		// Not for the whole gap: the clock may be put right meanwhile.
+		s.avoid[l.slot] = time.Now().Add(min(gap, max(c.cfg.MaxReservationWait, time.Second)))
+		return false
+	}
+	c.log.Info("waiting for the clock to pass the slot's reservation", "slot", l.slot, "wait", gap)
+	deadline := time.Now().Add(c.cfg.MaxReservationWait + time.Second)
+	for {
+		now := c.nowMs()
+		if now > R {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false // the clock moved back while we waited
+		}
+		if !sleep(ctx, min(time.Duration(R-now+1)*time.Millisecond, 100*time.Millisecond)) {
+			return false
+		}
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -166,19 +165,6 @@ func (c *Coordinator) getState() string {
 	return c.state
 }
 
-// onEvent runs on go-zookeeper's goroutines: it must not block nor call the
-// connection.
-func (c *Coordinator) onEvent(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
-	c.zkState.Store(int32(ev.State))
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
 // Run claims a slot, serves it and keeps renewing; a lost lease is claimed
 // again. When ctx ends it seals the generator, releases the lease (bounded
 // by ReleaseTimeout) and returns nil. It returns an error only for what
@@ -224,75 +210,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	return nil
 }
 
-// session is one Run's connection and claim state.
-type session struct {
-	c    *Coordinator
-	conn *zk.Conn
-	// orphans are guids of our protected creates whose outcome was unknown:
-	// such a node may exist in our session and block its slot; any we see
-	// is deleted.
-	orphans map[string]int64
-	// avoid holds slots released for a too-long reservation wait, until when.
-	avoid map[snowflake.Slot]time.Time
-	// watch is the armed one-shot watch on leases/, if any.
-	watch <-chan zk.Event
-}
-
-// call runs fn with the coordinator's call timeout and ctx. On timeout or
-// cancel it returns without waiting; fn's results must then not be read.
-func (c *Coordinator) call(ctx context.Context, d time.Duration, fn func() error) error {
-	if d <= 0 {
-		d = c.cfg.callTimeout()
-	}
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		return fmt.Errorf("%w after %v", ErrCallTimeout, d)
-	case <-ctx.Done():
-		// Abandoned like a timeout: the outcome is unknown, and fn may
-		// still write its results.
-		return fmt.Errorf("%w: %w", ErrCallTimeout, ctx.Err())
-	}
-}
-
 func (c *Coordinator) nowMs() int64 { return c.clock.UnixNano() / int64(time.Millisecond) }
-
-// sleep waits d of real time or until ctx ends; false means ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// unknownOutcome reports errors after which a write may or may not have
-// landed.
-func unknownOutcome(err error) bool {
-	return errors.Is(err, ErrCallTimeout) || errors.Is(err, zk.ErrConnectionClosed) ||
-		errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionExpired) ||
-		errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionMoved)
-}
 
 func abs(x int64) int64 {
 	if x < 0 {
 		return -x
 	}
 	return x
-}
-
-func hostname() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return "unknown"
-	}
-	return h
 }

@@ -15,4 +15,18 @@
 // it through Generator, renews the reservation with a fenced Multi, and on
 // cancel seals the generator and releases the slot. ReadSlotMap and
 // WatchLeases read the same layout for operators and client discovery.
+//
+// The files read in protocol order, each calling forward into the next:
+// coordinator.go (the Coordinator, and Run, which drives the rest), root.go
+// (the root and its two children, checked or made once per session),
+// claim.go (the lease type; list leases/, create our node, the lowest
+// sequence wins, wait past the stored reservation R, the first fenced
+// write), hold.go (the generator is made and IDs are served; the renew
+// loop; a lost lease), release.go (seal, lower the reservation, delete the
+// node). Below them: fence.go (the reservation rule, the one helper that
+// writes a reservation, the fenced Multi and how its result is classified,
+// the skew it measures), session.go (the ZooKeeper session: dial, auth,
+// events, bounded calls, deleting our nodes), slotmap.go (the read-only slot
+// map for operators and clients), layout.go (paths, names and the JSON of
+// each node), metrics.go and config.go.
 package coordinator

@@ -1,0 +1,119 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// reservedUntil is the reservation rule: a holder reserves Horizon past its
+// clock, never below floor (the stored reservation found at claim, or the
+// ceiling already confirmed), so a clock that stepped back never lowers it.
+func (c *Coordinator) reservedUntil(now, floor int64) int64 {
+	return max(now+c.cfg.Horizon.Milliseconds(), floor)
+}
+
+// readSlot reads a slot node; exists is false when the slot was never used.
+func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exists bool, err error) {
+	var (
+		data []byte
+		st   *zk.Stat
+	)
+	sp := SlotPath(s.c.cfg.Root, l.slot)
+	err = s.c.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(sp); return })
+	if errors.Is(err, zk.ErrNoNode) {
+		return SlotRecord{}, false, nil
+	}
+	if err != nil {
+		return SlotRecord{}, false, fmt.Errorf("read %s: %w", sp, err)
+	}
+	rec, err = decodeSlot(data)
+	if err != nil {
+		return SlotRecord{}, false, fmt.Errorf("%s: %w", sp, err)
+	}
+	rec.Version, rec.MtimeMs = st.Version, st.Mtime
+	return rec, true, nil
+}
+
+// writeSlot writes rec, naming l's node as its holder, into l's slot node,
+// fenced by l's lease node: with create the slot node is made (its first
+// use), otherwise it is set at version.
+func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, version int32, create bool) (*zk.Stat, writeResult, error) {
+	sp := SlotPath(s.c.cfg.Root, l.slot)
+	rec.Holder = l.name
+	data := encodeSlot(rec)
+	var op any = &zk.SetDataRequest{Path: sp, Data: data, Version: version}
+	if create {
+		op = &zk.CreateRequest{Path: sp, Data: data, Acl: s.c.acl}
+	}
+	return s.fenced(ctx, l, op)
+}
+
+// writeResult classifies a fenced write.
+type writeResult int
+
+const (
+	writeOK        writeResult = iota
+	writeLeaseGone             // our lease node is gone: the lease is lost
+	writeConflict              // the slot node changed (bad version, exists, vanished)
+	writeUnknown               // no answer: the write may have landed
+	writeFailed                // refused for another reason (auth, say)
+)
+
+// fenced runs Multi(Check(our lease node), op): op applies only while our
+// lease node exists, so a holder that lost its lease (or a call resent on a
+// new session after expiry) can never write the slot.
+func (s *session) fenced(ctx context.Context, l *lease, op any) (*zk.Stat, writeResult, error) {
+	var resp []zk.MultiResponse
+	err := s.c.call(ctx, 0, func() (err error) {
+		resp, err = s.conn.Multi(&zk.CheckVersionRequest{Path: l.path, Version: -1}, op)
+		return err
+	})
+	switch {
+	case err == nil:
+		if len(resp) == 2 {
+			return resp[1].Stat, writeOK, nil
+		}
+		return nil, writeOK, nil
+	case unknownOutcome(err):
+		return nil, writeUnknown, err
+	}
+	if len(resp) == 2 && errors.Is(resp[0].Error, zk.ErrNoNode) {
+		return nil, writeLeaseGone, err
+	}
+	switch {
+	case errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
+		return nil, writeConflict, err
+	case errors.Is(err, zk.ErrNoNode):
+		if len(resp) == 2 && errors.Is(resp[1].Error, zk.ErrNoNode) {
+			return nil, writeConflict, err // the slot node vanished (an operator?)
+		}
+		return nil, writeLeaseGone, err
+	}
+	return nil, writeFailed, err
+}
+
+// observeWrite records the renew latency and the skew of the ZooKeeper
+// leader's mtime against our [send, receive] window.
+func (c *Coordinator) observeWrite(st *zk.Stat, sendMs, recvMs int64, sent time.Time) {
+	c.m.renew.Observe(time.Since(sent).Seconds())
+	if st == nil {
+		return
+	}
+	c.mtimeMs.Store(st.Mtime)
+	var skew int64
+	switch {
+	case st.Mtime < sendMs:
+		skew = st.Mtime - sendMs
+	case st.Mtime > recvMs:
+		skew = st.Mtime - recvMs
+	}
+	if old := c.skewMs.Swap(skew); abs(skew) > c.cfg.MaxSkew.Milliseconds() && abs(old) <= c.cfg.MaxSkew.Milliseconds() {
+		c.log.Warn("clock skew against the zookeeper leader beyond bound; not ready",
+			"skew", time.Duration(skew)*time.Millisecond, "max_skew", c.cfg.MaxSkew)
+	}
+	c.m.skew.Set(float64(skew) / 1000)
+}

@@ -1,0 +1,54 @@
+package coordinator
+
+import (
+	"context"
+	"time"
+
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// release seals the generator, lowers the reservation to the highest
+// timestamp this holder could have used (never below what it found), and
+// deletes the lease node, so a successor starts at once. It is bounded by
+// ReleaseTimeout; on timeout the stored reservation stays and a successor
+// waits it out.
+func (s *session) release(l *lease, gen *snowflake.Generator) {
+	c := s.c
+	c.setState(StateReleasing)
+	last := gen.Seal()
+	c.gen.Store(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ReleaseTimeout)
+	defer cancel()
+	target := max(last, l.floor)
+	var issued int64
+	if gen.Issued() > 0 {
+		issued = last
+	}
+	lowered := false
+	for attempt := 0; attempt < 2 && ctx.Err() == nil; attempt++ {
+		lowest := SlotRecord{ReservedUntilMs: target, LastMs: issued, UpdatedMs: c.nowMs()}
+		_, res, _ := s.writeSlot(ctx, l, lowest, l.version, false)
+		if res == writeOK {
+			lowered = true
+			break
+		}
+		if res != writeConflict {
+			break
+		}
+		rec, exists, err := s.readSlot(ctx, l)
+		if err != nil || !exists || rec.Holder != l.name {
+			break
+		}
+		l.version = rec.Version
+	}
+	deleted := s.deletePath(ctx, l.path)
+	c.mu.Lock()
+	c.lease = nil
+	c.mu.Unlock()
+	if lowered && deleted {
+		c.log.Info("released slot", "slot", l.slot, "reserved_until", time.UnixMilli(target).UTC(), "issued", gen.Issued())
+	} else {
+		c.log.Warn("released slot without zookeeper: the stored reservation stands and a successor waits it out",
+			"slot", l.slot, "lowered", lowered, "deleted", deleted, "ceiling", time.UnixMilli(l.ceiling).UTC())
+	}
+}

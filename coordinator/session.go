@@ -1,0 +1,217 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// session is one Run's connection and claim state.
+type session struct {
+	c    *Coordinator
+	conn *zk.Conn
+	// orphans are guids of our protected creates whose outcome was unknown:
+	// such a node may exist in our session and block its slot; any we see
+	// is deleted.
+	orphans map[string]int64
+	// avoid holds slots released for a too-long reservation wait, until when.
+	avoid map[snowflake.Slot]time.Time
+	// watch is the armed one-shot watch on leases/, if any.
+	watch <-chan zk.Event
+}
+
+// dial opens a session without credentials; go-zookeeper's event channel
+// is not used (cb, when set, sees every event).
+func dial(servers []string, sessionTimeout time.Duration, log hclog.Logger, cb zk.EventCallback) (*zk.Conn, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("dial zookeeper: no servers given")
+	}
+	conn, _, err := zk.Connect(servers, sessionTimeout,
+		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithEventCallback(cb))
+	if err != nil {
+		return nil, fmt.Errorf("dial zookeeper %s: %w", strings.Join(servers, ","), err)
+	}
+	return conn, nil
+}
+
+// onEvent runs on go-zookeeper's goroutines: it must not block nor call the
+// connection.
+func (c *Coordinator) onEvent(ev zk.Event) {
+	if ev.Type != zk.EventSession {
+		return
+	}
+	c.zkState.Store(int32(ev.State))
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// addAuth adds digest credentials, retrying while no server answers, until
+// ctx ends. go-zookeeper remembers them and resends them on every reconnect.
+func addAuth(ctx context.Context, conn *zk.Conn, auth string) error {
+	for {
+		errc := make(chan error, 1)
+		go func() { errc <- conn.AddAuth("digest", []byte(auth)) }()
+		var err error
+		select {
+		case err = <-errc:
+		case <-ctx.Done():
+			return fmt.Errorf("zookeeper digest auth: %w", ctx.Err())
+		}
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, zk.ErrAuthFailed) {
+			return fmt.Errorf("zookeeper digest auth: %w", err)
+		}
+		select {
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("zookeeper digest auth: %w (last error: %v)", ctx.Err(), err)
+		}
+	}
+}
+
+// call runs fn with the coordinator's call timeout and ctx. On timeout or
+// cancel it returns without waiting; fn's results must then not be read.
+func (c *Coordinator) call(ctx context.Context, d time.Duration, fn func() error) error {
+	if d <= 0 {
+		d = c.cfg.callTimeout()
+	}
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w after %v", ErrCallTimeout, d)
+	case <-ctx.Done():
+		// Abandoned like a timeout: the outcome is unknown, and fn may
+		// still write its results.
+		return fmt.Errorf("%w: %w", ErrCallTimeout, ctx.Err())
+	}
+}
+
+// unknownOutcome reports errors after which a write may or may not have
+// landed.
+func unknownOutcome(err error) bool {
+	return errors.Is(err, ErrCallTimeout) || errors.Is(err, zk.ErrConnectionClosed) ||
+		errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionExpired) ||
+		errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionMoved)
+}
+
+// sleep waits d of real time or until ctx ends; false means ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// deleteLease deletes a lease node of ours (lost race, given up slot).
+func (s *session) deleteLease(ctx context.Context, l *lease) {
+	if !s.deletePath(ctx, l.path) {
+		s.addOrphan(l.guid, l.session)
+	}
+}
+
+func (s *session) addOrphan(guid string, sid int64) {
+	if s.orphans == nil {
+		s.orphans = map[string]int64{}
+	}
+	s.orphans[guid] = sid
+}
+
+// deletePath deletes a node; true if it is gone.
+func (s *session) deletePath(ctx context.Context, p string) bool {
+	err := s.c.call(ctx, 0, func() error { return s.conn.Delete(p, -1) })
+	return err == nil || errors.Is(err, zk.ErrNoNode)
+}
+
+// Dial opens a ZooKeeper session for tools and clients (the Coordinator
+// opens its own). auth is "user:password" for ZooKeeper digest auth, or ""
+// to read as the world. The session is established in the background; calls
+// wait for it.
+func Dial(servers []string, auth string, sessionTimeout time.Duration, log hclog.Logger) (*zk.Conn, error) {
+	if _, _, err := parseAuth(auth); err != nil {
+		return nil, err
+	}
+	conn, err := dial(servers, sessionTimeout, log, nil)
+	if err != nil || auth == "" {
+		return conn, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sessionTimeout+5*time.Second)
+	defer cancel()
+	if err := addAuth(ctx, conn, auth); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// parseAuth splits "user:password".
+func parseAuth(auth string) (user, password string, err error) {
+	if auth == "" {
+		return "", "", nil
+	}
+	user, password, ok := strings.Cut(auth, ":")
+	if !ok || user == "" {
+		return "", "", fmt.Errorf("zookeeper auth %q: want user:password", redact(auth))
+	}
+	return user, password, nil
+}
+
+func redact(auth string) string {
+	if u, _, ok := strings.Cut(auth, ":"); ok {
+		return u + ":***"
+	}
+	return "***"
+}
+
+// ACL is the ACL the fleet creates its nodes with: with auth, the fleet's
+// digest identity may do everything and the world may only read (operators
+// inspect, nobody else writes the slot map); without auth, the world may do
+// everything.
+func ACL(auth string) []zk.ACL {
+	user, password, err := parseAuth(auth)
+	if err != nil || user == "" {
+		return zk.WorldACL(zk.PermAll)
+	}
+	return append(zk.DigestACL(zk.PermAll, user, password), zk.WorldACL(zk.PermRead)...)
+}
+
+// zkLogger sends go-zookeeper's messages to hclog at debug level: the
+// library logs every reconnect attempt, and the Coordinator logs what matters.
+type zkLogger struct{ log hclog.Logger }
+
+func (l zkLogger) Printf(format string, args ...interface{}) {
+	l.log.Debug("zookeeper client", "msg", fmt.Sprintf(format, args...))
+}
+
+// SplitAddrs splits a comma-separated host:port list, as --zk takes it,
+// dropping blanks.
+func SplitAddrs(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
