@@ -70,3 +70,8 @@ check: lint test integration
 
 clean:
 	rm -rf $(BIN)
+
+## diagram: re-render the fleet picture in README.md (needs Graphviz: apt-get install -y graphviz)
+.PHONY: diagram
+diagram:
+	dot -Tsvg deploy/diagram/fleet.dot -o deploy/diagram/fleet.svg
