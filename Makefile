@@ -3,9 +3,13 @@ GO       ?= go
 BIN      ?= bin
 PKGS     := ./...
 
-.PHONY: all build test bench lint sim bench-server bench-worker fuzz images images-clean up down integration check clean
+.PHONY: all deps build test bench lint sim bench-server bench-worker fuzz images images-clean up down integration check clean
 
 all: build
+
+## deps: the Debian packages the tests need (only those missing), and dockerd
+deps:
+	deploy/install-deps.sh
 
 ## build: the two binaries, static, into ./bin
 build:
@@ -65,8 +69,13 @@ images-clean:
 integration:
 	$(GO) test -tags integration -count=1 -timeout 25m -v ./integration/
 
-## check: what CI runs
-check: lint test integration
+## check: what CI runs. Nothing skips unless asked: SNOWFLEET_SKIP_ZK=1 skips
+## the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the Docker suite (not with CI=true)
+check: deps lint test integration
+	@skipped=; \
+	if [ "$$SNOWFLEET_SKIP_ZK" = 1 ]; then skipped="the ZooKeeper tests (SNOWFLEET_SKIP_ZK=1)"; fi; \
+	if [ "$$SNOWFLEET_SKIP_DOCKER" = 1 ]; then skipped="$${skipped:+$$skipped and }the Docker suite (SNOWFLEET_SKIP_DOCKER=1)"; fi; \
+	if [ -n "$$skipped" ]; then echo "check: ok, but SKIPPED by request: $$skipped"; else echo "check: ok, nothing skipped"; fi
 
 clean:
 	rm -rf $(BIN)
