@@ -2,6 +2,9 @@
 GO       ?= go
 BIN      ?= bin
 PKGS     := ./...
+# GO_MIN: go.mod's go line, the oldest Go a program importing worker/client may
+# build with (go mod tidy writes it with its patch number, a toolchain name).
+GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
 .PHONY: all deps build test bench lint sim bench-server bench-worker fuzz images images-clean up down integration check clean
 
@@ -24,7 +27,8 @@ test:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./snowflake/
 
-## lint: formatting and vet, across every build tag in use
+## lint: formatting and vet, across every build tag in use, the portable path on
+## macOS and Windows, and worker/client with the oldest Go go.mod allows
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -32,6 +36,18 @@ lint:
 	$(GO) vet -tags sim ./coordinator/
 	$(GO) vet -tags chaos ./cmd/snowflaked/
 	$(GO) vet -tags integration ./integration/
+	GOOS=darwin $(GO) vet $(PKGS)
+	GOOS=windows $(GO) build $(PKGS)
+	@# The toolchain itself, fetched once through the module proxy: what an
+	@# importer on Go $(GO_MIN) compiles. Without the proxy, outside CI, say so.
+	@if GOTOOLCHAIN=go$(GO_MIN) $(GO) version >/dev/null 2>&1; then \
+		echo "GOTOOLCHAIN=go$(GO_MIN) $(GO) vet ./worker/client/"; \
+		GOTOOLCHAIN=go$(GO_MIN) $(GO) vet ./worker/client/; \
+	elif [ "$$CI" = true ]; then \
+		echo "lint: cannot fetch Go $(GO_MIN) through the module proxy"; exit 1; \
+	else \
+		echo "lint: NOT checked with Go $(GO_MIN) (cannot fetch it through the module proxy); go vet above applied its language and library rules only"; \
+	fi
 
 ## sim: 1,024 claimers against one local ZooKeeper (a simulation, not a test)
 sim:
