@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -179,8 +178,7 @@ func (s *Server) start() error {
 		filepath.Join(s.dir, "zoo.cfg"))
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	// The server dies with the test binary even if cleanup never runs.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = serverProcAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start java: %w", err)
@@ -214,7 +212,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	killGroup(s.cmd.Process.Pid)
 	_ = s.cmd.Process.Kill()
 	select {
 	case <-s.exited:
