@@ -2,10 +2,17 @@
 GO       ?= go
 BIN      ?= bin
 PKGS     := ./...
+# GO_MIN: go.mod's go line, the oldest Go a program importing worker/client may
+# build with (go mod tidy writes it with its patch number, a toolchain name).
+GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all build test bench lint sim bench-server bench-worker fuzz images images-clean up down integration check clean
+.PHONY: all deps build test bench lint sim bench-server bench-worker fuzz images images-clean up down integration check clean
 
 all: build
+
+## deps: the Debian packages the tests need (only those missing), and dockerd
+deps:
+	deploy/install-deps.sh
 
 ## build: the two binaries, static, into ./bin
 build:
@@ -20,7 +27,8 @@ test:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./snowflake/
 
-## lint: formatting and vet, across every build tag in use
+## lint: formatting and vet, across every build tag in use, the portable path on
+## macOS and Windows, and worker/client with the oldest Go go.mod allows
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -28,6 +36,18 @@ lint:
 	$(GO) vet -tags sim ./coordinator/
 	$(GO) vet -tags chaos ./cmd/snowflaked/
 	$(GO) vet -tags integration ./integration/
+	GOOS=darwin $(GO) vet $(PKGS)
+	GOOS=windows $(GO) build $(PKGS)
+	@# The toolchain itself, fetched once through the module proxy: what an
+	@# importer on Go $(GO_MIN) compiles. Without the proxy, outside CI, say so.
+	@if GOTOOLCHAIN=go$(GO_MIN) $(GO) version >/dev/null 2>&1; then \
+		echo "GOTOOLCHAIN=go$(GO_MIN) $(GO) vet ./worker/client/"; \
+		GOTOOLCHAIN=go$(GO_MIN) $(GO) vet ./worker/client/; \
+	elif [ "$$CI" = true ]; then \
+		echo "lint: cannot fetch Go $(GO_MIN) through the module proxy"; exit 1; \
+	else \
+		echo "lint: NOT checked with Go $(GO_MIN) (cannot fetch it through the module proxy); go vet above applied its language and library rules only"; \
+	fi
 
 ## sim: 1,024 claimers against one local ZooKeeper (a simulation, not a test)
 sim:
@@ -65,8 +85,13 @@ images-clean:
 integration:
 	$(GO) test -tags integration -count=1 -timeout 25m -v ./integration/
 
-## check: what CI runs
-check: lint test integration
+## check: what CI runs. Nothing skips unless asked: SNOWFLEET_SKIP_ZK=1 skips
+## the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the Docker suite (not with CI=true)
+check: deps lint test integration
+	@skipped=; \
+	if [ "$$SNOWFLEET_SKIP_ZK" = 1 ]; then skipped="the ZooKeeper tests (SNOWFLEET_SKIP_ZK=1)"; fi; \
+	if [ "$$SNOWFLEET_SKIP_DOCKER" = 1 ]; then skipped="$${skipped:+$$skipped and }the Docker suite (SNOWFLEET_SKIP_DOCKER=1)"; fi; \
+	if [ -n "$$skipped" ]; then echo "check: ok, but SKIPPED by request: $$skipped"; else echo "check: ok, nothing skipped"; fi
 
 clean:
 	rm -rf $(BIN)

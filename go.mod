@@ -1,6 +1,8 @@
 module github.com/snowfleet/snowfleet
 
-go 1.26
+go 1.24.0
+
+toolchain go1.26.8
 
 require (
 	github.com/bwmarrin/snowflake v0.3.0

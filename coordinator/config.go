@@ -79,48 +79,53 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate names the first field that is out of range.
+// Validate names the first field that is out of range, as a
+// *snowflake.ConfigError.
 func (c Config) Validate() error {
+	bad := func(field string, value any, reason string) error {
+		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
+	}
 	if len(c.Servers) == 0 {
-		return fmt.Errorf("config Servers: empty; give at least one host:port")
+		return bad("Servers", nil, "empty; give at least one host:port")
 	}
 	for _, s := range c.Servers {
 		if strings.TrimSpace(s) == "" {
-			return fmt.Errorf("config Servers %q: contains an empty address", c.Servers)
+			return bad("Servers", c.Servers, "contains an empty address")
 		}
 	}
 	if !ValidRoot(c.Root) {
-		return fmt.Errorf("config Root %q: want an absolute znode path such as /snowflake, not / and without a trailing /", c.Root)
+		return bad("Root", c.Root, "is not an absolute znode path such as /snowflake (not /, no trailing /)")
 	}
 	if _, _, err := parseAuth(c.Auth); err != nil {
-		return fmt.Errorf("config Auth: %w", err)
+		// No Value: it is a secret (parseAuth's message redacts it).
+		return &snowflake.ConfigError{Field: "Auth", Err: err}
 	}
 	if c.Datacenter < -1 || c.Datacenter > snowflake.MaxDatacenter {
-		return fmt.Errorf("config Datacenter %d is out of range -1..%d (-1 = any)", c.Datacenter, snowflake.MaxDatacenter)
+		return bad("Datacenter", c.Datacenter, fmt.Sprintf("is out of range -1..%d (-1 = any)", snowflake.MaxDatacenter))
 	}
 	if c.SessionTimeout < 200*time.Millisecond || c.SessionTimeout > 10*time.Minute {
-		return fmt.Errorf("config SessionTimeout %v is out of range 200ms..10m", c.SessionTimeout)
+		return bad("SessionTimeout", c.SessionTimeout, "is out of range 200ms..10m")
 	}
 	if c.Renew < 10*time.Millisecond {
-		return fmt.Errorf("config Renew %v is below 10ms", c.Renew)
+		return bad("Renew", c.Renew, "is below 10ms")
 	}
 	if c.Horizon <= c.Renew {
-		return fmt.Errorf("config Horizon %v must exceed Renew %v, or the ceiling runs out between renewals", c.Horizon, c.Renew)
+		return bad("Horizon", c.Horizon, fmt.Sprintf("must exceed Renew %v, or the ceiling runs out between renewals", c.Renew))
 	}
 	if c.Horizon > 24*time.Hour {
-		return fmt.Errorf("config Horizon %v is above 24h", c.Horizon)
+		return bad("Horizon", c.Horizon, "is above 24h")
 	}
 	if c.MaxReservationWait < 0 {
-		return fmt.Errorf("config MaxReservationWait %v is negative", c.MaxReservationWait)
+		return bad("MaxReservationWait", c.MaxReservationWait, "is negative")
 	}
 	if c.MaxSkew <= 0 {
-		return fmt.Errorf("config MaxSkew %v must be positive", c.MaxSkew)
+		return bad("MaxSkew", c.MaxSkew, "must be positive")
 	}
 	if c.ReleaseTimeout <= 0 {
-		return fmt.Errorf("config ReleaseTimeout %v must be positive", c.ReleaseTimeout)
+		return bad("ReleaseTimeout", c.ReleaseTimeout, "must be positive")
 	}
 	if c.MaxRollbackWait < 0 || c.MaxRollbackWait > time.Second {
-		return fmt.Errorf("config MaxRollbackWait %v is out of range 0..1s", c.MaxRollbackWait)
+		return bad("MaxRollbackWait", c.MaxRollbackWait, "is out of range 0..1s")
 	}
 	return nil
 }

@@ -10,6 +10,6 @@
 //	go test -tags integration -count=1 -timeout 25m -v ./integration/
 //
 // It needs Docker and docker-compose (or docker compose) and builds the
-// images it lacks with deploy/build-images.sh. Without Docker it skips,
-// except under CI=true, where it fails.
+// images it lacks with deploy/build-images.sh. Without Docker it fails;
+// SNOWFLEET_SKIP_DOCKER=1 skips it instead, except under CI=true.
 package integration

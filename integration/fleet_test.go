@@ -135,20 +135,24 @@ func TestFleet(t *testing.T) {
 	}
 }
 
-// requireDocker skips without a working Docker, except in CI.
+// requireDocker fails the test without a working Docker, so that the suite
+// never passes by skipping; SNOWFLEET_SKIP_DOCKER=1 skips it instead (a
+// developer's explicit opt-out, reported by make check), except in CI.
 func requireDocker(t *testing.T) {
 	t.Helper()
+	if os.Getenv("SNOWFLEET_SKIP_DOCKER") == "1" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("SNOWFLEET_SKIP_DOCKER=1 with CI=true: the Docker suite may not skip in CI")
+		}
+		t.Skip("the Docker suite skipped by request (SNOWFLEET_SKIP_DOCKER=1)")
+	}
 	err := exec.Command("docker", "info").Run()
 	if err == nil {
 		_, err = composeCommand()
 	}
-	if err == nil {
-		return
+	if err != nil {
+		t.Fatalf("Docker is not usable here: %v (make deps starts dockerd; SNOWFLEET_SKIP_DOCKER=1 skips this suite instead)", err)
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("Docker is required in CI: %v", err)
-	}
-	t.Skipf("Docker is not usable here: %v", err)
 }
 
 // ensureImages builds the chaos worker image from this tree (unless

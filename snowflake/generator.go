@@ -36,23 +36,20 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate names the first field that is out of range.
+// Validate names the first field that is out of range, as a *ConfigError.
 func (c Config) Validate() error {
 	if err := c.Slot.Validate(); err != nil {
-		return fmt.Errorf("config Slot: %w", err)
+		return &ConfigError{Field: "Slot", Value: c.Slot, Reason: "is not a valid slot", Err: err}
 	}
-	if c.Floor != 0 {
-		if err := checkRange("Floor (unix ms)", c.Floor, MinUnixMs, MaxUnixMs); err != nil {
-			return fmt.Errorf("config: %w", err)
-		}
+	inRange := fmt.Sprintf("is out of range %d..%d (unix ms)", MinUnixMs, MaxUnixMs)
+	if c.Floor != 0 && (c.Floor < MinUnixMs || c.Floor > MaxUnixMs) {
+		return &ConfigError{Field: "Floor", Value: c.Floor, Reason: inRange}
 	}
-	if c.Ceiling != 0 {
-		if err := checkRange("Ceiling (unix ms)", c.Ceiling, MinUnixMs, MaxUnixMs); err != nil {
-			return fmt.Errorf("config: %w", err)
-		}
+	if c.Ceiling != 0 && (c.Ceiling < MinUnixMs || c.Ceiling > MaxUnixMs) {
+		return &ConfigError{Field: "Ceiling", Value: c.Ceiling, Reason: inRange}
 	}
 	if c.MaxRollbackWait < 0 || c.MaxRollbackWait > time.Second {
-		return fmt.Errorf("config MaxRollbackWait %v is out of range 0..1s", c.MaxRollbackWait)
+		return &ConfigError{Field: "MaxRollbackWait", Value: c.MaxRollbackWait, Reason: "is out of range 0..1s"}
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -55,22 +54,26 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate names the first field that is out of range.
+// Validate names the first field that is out of range, as a
+// *snowflake.ConfigError.
 func (c Config) Validate() error {
+	bad := func(field string, value any, reason string) error {
+		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
+	}
 	if c.MaxConns < 1 || c.MaxConns > 1_000_000 {
-		return fmt.Errorf("config MaxConns %d is out of range 1..1000000", c.MaxConns)
+		return bad("MaxConns", c.MaxConns, "is out of range 1..1000000")
 	}
 	if c.IdleTimeout < 0 {
-		return fmt.Errorf("config IdleTimeout %v is negative (0 = never)", c.IdleTimeout)
+		return bad("IdleTimeout", c.IdleTimeout, "is negative (0 = never)")
 	}
 	if c.ReadTimeout <= 0 {
-		return fmt.Errorf("config ReadTimeout %v must be positive", c.ReadTimeout)
+		return bad("ReadTimeout", c.ReadTimeout, "must be positive")
 	}
 	if c.WriteTimeout <= 0 {
-		return fmt.Errorf("config WriteTimeout %v must be positive", c.WriteTimeout)
+		return bad("WriteTimeout", c.WriteTimeout, "must be positive")
 	}
 	if c.DrainTimeout <= 0 {
-		return fmt.Errorf("config DrainTimeout %v must be positive", c.DrainTimeout)
+		return bad("DrainTimeout", c.DrainTimeout, "must be positive")
 	}
 	return nil
 }

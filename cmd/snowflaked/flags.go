@@ -9,27 +9,27 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/peterbourgon/ff/v3"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker"
 )
 
-// options are the parsed flags.
+// options are the parsed flags. The flags of the two libraries are bound
+// straight to their Config fields; the rest are the daemon's own.
 type options struct {
-	zk, zkRoot, zkAuth        string
-	listen, http, advertise   string
-	datacenter                int
-	sessionTimeout, renew     time.Duration
-	horizon, maxSkew, release time.Duration
-	maxConns                  int
-	idle, read, write, drain  time.Duration
-	logFormat, logLevel       string
-	showVersion               bool
-	fs                        *flag.FlagSet // what was parsed, for flagError
+	coord               coordinator.Config
+	worker              worker.Config
+	http                string
+	logFormat, logLevel string
+	showVersion         bool
+	fs                  *flag.FlagSet // what was parsed, for the values in errors
+	// coordFlags and workerFlags map a Config field to the flag bound to it,
+	// for errors from Validate.
+	coordFlags, workerFlags map[string]string
 }
 
 // errHelp: -h was given and usage was printed; exit 0.
@@ -44,32 +44,40 @@ func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(form
 
 // parseFlags reads flags from args and from SNOWFLAKE_<NAME> environment
 // variables (a flag on the command line wins).
-func parseFlags(args []string, stdout io.Writer) (options, error) {
-	cd := coordinator.DefaultConfig()
-	wd := worker.DefaultConfig()
-	var o options
+func parseFlags(args []string, stdout io.Writer) (*options, error) {
+	o := &options{
+		coord: coordinator.DefaultConfig(), worker: worker.DefaultConfig(), http: ":7610",
+		logFormat: "text", logLevel: "info",
+		coordFlags: map[string]string{}, workerFlags: map[string]string{},
+	}
 	fs := flag.NewFlagSet("snowflaked", flag.ContinueOnError)
 	o.fs = fs
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&o.zk, "zk", strings.Join(cd.Servers, ","), "ZooKeeper servers, comma-separated host:port list")
-	fs.StringVar(&o.zkRoot, "zk-root", cd.Root, "root znode of the fleet (several fleets can share an ensemble)")
-	fs.StringVar(&o.zkAuth, "zk-auth", "", "ZooKeeper digest auth as user:password; nodes are then writable by it only (default none)")
-	fs.StringVar(&o.listen, "listen", wd.Listen, "address of the ID service (Redis protocol)")
-	fs.StringVar(&o.http, "http", ":7610", "address of the admin HTTP server (/metrics /healthz /readyz /status)")
-	fs.StringVar(&o.advertise, "advertise", "", "address clients reach the ID service at, published in the lease node (default hostname:listen-port, or listen-ip:port when --listen names one address)")
-	fs.IntVar(&o.datacenter, "datacenter", cd.Datacenter, "pin the worker to one datacenter's 32 slots, 0..31; -1 takes any slot")
-	fs.DurationVar(&o.sessionTimeout, "session-timeout", cd.SessionTimeout, "ZooKeeper session timeout: how long a crashed worker keeps its slot")
-	fs.DurationVar(&o.renew, "renew", cd.Renew, "how often the reservation in ZooKeeper is extended")
-	fs.DurationVar(&o.horizon, "horizon", cd.Horizon, "how far ahead of its clock the worker reserves timestamps: how long it serves without ZooKeeper")
-	fs.DurationVar(&o.maxSkew, "max-skew", cd.MaxSkew, "largest clock skew against ZooKeeper's leader before the worker stops serving")
-	fs.DurationVar(&o.release, "release-timeout", cd.ReleaseTimeout, "bound on releasing the slot at shutdown when ZooKeeper is slow")
-	fs.IntVar(&o.maxConns, "max-conns", wd.MaxConns, "most client connections open at once; more are refused with -ERR max number of clients reached")
-	fs.DurationVar(&o.idle, "idle-timeout", wd.IdleTimeout, "close a client connection silent for this long (0 = never)")
-	fs.DurationVar(&o.read, "read-timeout", wd.ReadTimeout, "drop a connection whose request is not complete this long after it started")
-	fs.DurationVar(&o.write, "write-timeout", wd.WriteTimeout, "drop a connection that does not read its replies for this long")
-	fs.DurationVar(&o.drain, "drain-timeout", wd.DrainTimeout, "at shutdown, how long in-flight requests get before connections are closed")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	// A flag is added here and nowhere else: coord and work bind it to the
+	// Config field of that name, so a Validate error about the field names
+	// the flag.
+	coord := func(field, name string) string { o.coordFlags[field] = name; return name }
+	work := func(field, name string) string { o.workerFlags[field] = name; return name }
+	c, w := &o.coord, &o.worker
+	fs.Var(newAddrsFlag(&c.Servers), coord("Servers", "zk"), "ZooKeeper servers, comma-separated `host:port` list")
+	fs.StringVar(&c.Root, coord("Root", "zk-root"), c.Root, "root znode of the fleet (several fleets can share an ensemble)")
+	fs.StringVar(&c.Auth, coord("Auth", "zk-auth"), c.Auth, "ZooKeeper digest auth as user:password; nodes are then writable by it only (default none)")
+	fs.StringVar(&w.Listen, work("Listen", "listen"), w.Listen, "address of the ID service (Redis protocol)")
+	fs.StringVar(&o.http, "http", o.http, "address of the admin HTTP server (/metrics /healthz /readyz /status)")
+	fs.StringVar(&c.Advertise, coord("Advertise", "advertise"), c.Advertise, "address clients reach the ID service at, published in the lease node (default hostname:listen-port, or listen-ip:port when --listen names one address)")
+	fs.IntVar(&c.Datacenter, coord("Datacenter", "datacenter"), c.Datacenter, "pin the worker to one datacenter's 32 slots, 0..31; -1 takes any slot")
+	fs.DurationVar(&c.SessionTimeout, coord("SessionTimeout", "session-timeout"), c.SessionTimeout, "ZooKeeper session timeout: how long a crashed worker keeps its slot")
+	fs.DurationVar(&c.Renew, coord("Renew", "renew"), c.Renew, "how often the reservation in ZooKeeper is extended")
+	fs.DurationVar(&c.Horizon, coord("Horizon", "horizon"), c.Horizon, "how far ahead of its clock the worker reserves timestamps: how long it serves without ZooKeeper")
+	fs.DurationVar(&c.MaxSkew, coord("MaxSkew", "max-skew"), c.MaxSkew, "largest clock skew against ZooKeeper's leader before the worker stops serving")
+	fs.DurationVar(&c.ReleaseTimeout, coord("ReleaseTimeout", "release-timeout"), c.ReleaseTimeout, "bound on releasing the slot at shutdown when ZooKeeper is slow")
+	fs.IntVar(&w.MaxConns, work("MaxConns", "max-conns"), w.MaxConns, "most client connections open at once; more are refused with -ERR max number of clients reached")
+	fs.DurationVar(&w.IdleTimeout, work("IdleTimeout", "idle-timeout"), w.IdleTimeout, "close a client connection silent for this long (0 = never)")
+	fs.DurationVar(&w.ReadTimeout, work("ReadTimeout", "read-timeout"), w.ReadTimeout, "drop a connection whose request is not complete this long after it started")
+	fs.DurationVar(&w.WriteTimeout, work("WriteTimeout", "write-timeout"), w.WriteTimeout, "drop a connection that does not read its replies for this long")
+	fs.DurationVar(&w.DrainTimeout, work("DrainTimeout", "drain-timeout"), w.DrainTimeout, "at shutdown, how long in-flight requests get before connections are closed")
+	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text or json")
+	fs.StringVar(&o.logLevel, "log-level", o.logLevel, "log level: trace, debug, info, warn, error")
 	fs.Var(versionFlag{&o.showVersion}, "version", "print the version and exit")
 	err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SNOWFLAKE"))
 	if errors.Is(err, flag.ErrHelp) {
@@ -92,14 +100,14 @@ func parseFlags(args []string, stdout io.Writer) (options, error) {
 	if hclog.LevelFromString(o.logLevel) == hclog.NoLevel {
 		return o, usagef("--log-level %q: want trace, debug, info, warn or error", o.logLevel)
 	}
-	for _, a := range []struct{ flag, v string }{{"listen", o.listen}, {"http", o.http}} {
+	for _, a := range []struct{ flag, v string }{{"listen", o.worker.Listen}, {"http", o.http}} {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {
 			return o, usagef("--%s %q: want host:port or :port (%v)", a.flag, a.v, err)
 		}
 	}
-	if o.advertise != "" {
-		if _, _, err := net.SplitHostPort(o.advertise); err != nil {
-			return o, usagef("--advertise %q: want host:port (%v)", o.advertise, err)
+	if o.coord.Advertise != "" {
+		if _, _, err := net.SplitHostPort(o.coord.Advertise); err != nil {
+			return o, usagef("--advertise %q: want host:port (%v)", o.coord.Advertise, err)
 		}
 	}
 	return o, nil
@@ -138,57 +146,49 @@ Flags:
 	fs.SetOutput(io.Discard)
 }
 
-// flagOf maps a Config field, as Validate names it, to its flag.
-func flagOf(field string) string {
-	switch field {
-	case "Servers":
-		return "zk"
-	case "Root":
-		return "zk-root"
-	case "Auth":
-		return "zk-auth"
-	case "Datacenter":
-		return "datacenter"
-	case "SessionTimeout":
-		return "session-timeout"
-	case "Renew":
-		return "renew"
-	case "Horizon":
-		return "horizon"
-	case "MaxSkew":
-		return "max-skew"
-	case "ReleaseTimeout":
-		return "release-timeout"
-	case "MaxConns":
-		return "max-conns"
-	case "IdleTimeout":
-		return "idle-timeout"
-	case "ReadTimeout":
-		return "read-timeout"
-	case "WriteTimeout":
-		return "write-timeout"
-	case "DrainTimeout":
-		return "drain-timeout"
+// validate checks both configs as the flags left them; an error names the
+// flag and its value, then what Validate said about the field.
+func (o *options) validate() error {
+	for _, v := range []struct {
+		validate func() error
+		flags    map[string]string
+	}{{o.coord.Validate, o.coordFlags}, {o.worker.Validate, o.workerFlags}} {
+		err := v.validate()
+		if err == nil {
+			continue
+		}
+		var ce *snowflake.ConfigError
+		if errors.As(err, &ce) {
+			if name, ok := v.flags[ce.Field]; ok {
+				return usagef("--%s %s: %v", name, o.value(name), err)
+			}
+		}
+		return usagef("%v", err)
 	}
-	return ""
+	return nil
 }
 
-// flagError turns a Validate error ("config Horizon 500ms must exceed ...")
-// into one naming the flag and its value.
-func flagError(err error, o options) error {
-	msg := err.Error()
-	words := strings.Fields(strings.TrimPrefix(msg, "config "))
-	if len(words) > 0 {
-		if name := flagOf(strings.TrimSuffix(words[0], ":")); name != "" {
-			return usagef("--%s %s: %s", name, o.value(name), msg)
-		}
-	}
-	return usagef("%s", msg)
+// addrsFlag is a comma-separated host:port list bound to a []string field.
+// It keeps the text as given, for errors: --zk "," lists no address.
+type addrsFlag struct {
+	text  string
+	addrs *[]string
+}
+
+func newAddrsFlag(addrs *[]string) *addrsFlag {
+	return &addrsFlag{text: strings.Join(*addrs, ","), addrs: addrs}
+}
+
+func (f *addrsFlag) String() string { return f.text }
+func (f *addrsFlag) Get() any       { return f.text }
+func (f *addrsFlag) Set(s string) error {
+	f.text, *f.addrs = s, coordinator.SplitAddrs(s)
+	return nil
 }
 
 // value is the flag's value as parsed, for error messages: strings quoted,
 // the auth secret hidden.
-func (o options) value(name string) string {
+func (o *options) value(name string) string {
 	f := o.fs.Lookup(name)
 	switch {
 	case f == nil:

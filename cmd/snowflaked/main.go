@@ -89,21 +89,12 @@ type daemon struct {
 	drain   time.Duration
 }
 
-func newDaemon(o options, log hclog.Logger) (*daemon, error) {
-	cc := coordinator.DefaultConfig()
-	cc.Servers, cc.Root, cc.Auth, cc.Datacenter = coordinator.SplitAddrs(o.zk), o.zkRoot, o.zkAuth, o.datacenter
-	cc.SessionTimeout, cc.Renew, cc.Horizon = o.sessionTimeout, o.renew, o.horizon
-	cc.MaxSkew, cc.ReleaseTimeout = o.maxSkew, o.release
-	cc.Version = buildVersion()
-	if err := cc.Validate(); err != nil {
-		return nil, flagError(err, o)
+func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
+	if err := o.validate(); err != nil {
+		return nil, err
 	}
-	wc := worker.DefaultConfig()
-	wc.Listen, wc.Version = o.listen, buildVersion()
-	wc.MaxConns, wc.IdleTimeout, wc.ReadTimeout, wc.WriteTimeout, wc.DrainTimeout = o.maxConns, o.idle, o.read, o.write, o.drain
-	if err := wc.Validate(); err != nil {
-		return nil, flagError(err, o)
-	}
+	cc, wc := o.coord, o.worker
+	cc.Version, wc.Version = buildVersion(), buildVersion()
 	// Made only for a valid configuration: the chaos build's clock logs
 	// and watches a file.
 	clock, err := newClock(log)
@@ -112,9 +103,9 @@ func newDaemon(o options, log hclog.Logger) (*daemon, error) {
 	}
 	cc.Clock, wc.Clock = clock, clock
 
-	ln, err := net.Listen("tcp", o.listen)
+	ln, err := net.Listen("tcp", wc.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("listen --listen %s: %w", o.listen, err)
+		return nil, fmt.Errorf("listen --listen %s: %w", wc.Listen, err)
 	}
 	httpLn, err := net.Listen("tcp", o.http)
 	if err != nil {
@@ -122,7 +113,6 @@ func newDaemon(o options, log hclog.Logger) (*daemon, error) {
 		return nil, fmt.Errorf("listen --http %s: %w", o.http, err)
 	}
 	// Published only once the ports are bound, so :0 advertises the real port.
-	cc.Advertise = o.advertise
 	if cc.Advertise == "" {
 		cc.Advertise = advertised(ln.Addr())
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // Config configures a Client. Set either Servers (discovery through
@@ -67,43 +68,47 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate names the first field that is wrong, and its value.
+// Validate names the first field that is wrong, and its value, as a
+// *snowflake.ConfigError.
 func (c Config) Validate() error {
+	bad := func(field string, value any, reason string) error {
+		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
+	}
 	switch {
 	case len(c.Servers) == 0 && len(c.Static) == 0:
-		return fmt.Errorf("client config: set Servers (ZooKeeper discovery) or Static (worker addresses); both are empty")
+		return bad("Servers", nil, "empty, and so is Static; set Servers (ZooKeeper discovery) or Static (worker addresses)")
 	case len(c.Servers) > 0 && len(c.Static) > 0:
-		return fmt.Errorf("client config: Servers %q and Static %q are exclusive; set one", c.Servers, c.Static)
+		return bad("Static", c.Static, fmt.Sprintf("and Servers %q are exclusive; set one", c.Servers))
 	}
-	for _, s := range c.Servers {
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			return fmt.Errorf("client config: Servers entry %q is not host:port: %w", s, err)
-		}
-	}
-	for _, s := range c.Static {
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			return fmt.Errorf("client config: Static entry %q is not host:port: %w", s, err)
+	for _, list := range []struct {
+		field string
+		addrs []string
+	}{{"Servers", c.Servers}, {"Static", c.Static}} {
+		for _, s := range list.addrs {
+			if _, _, err := net.SplitHostPort(s); err != nil {
+				return &snowflake.ConfigError{Field: list.field, Value: s, Reason: "is not host:port", Err: err}
+			}
 		}
 	}
 	switch {
 	case len(c.Servers) > 0 && !coordinator.ValidRoot(c.Root):
-		return fmt.Errorf("client config: Root %q must be an absolute znode path like /snowflake", c.Root)
+		return bad("Root", c.Root, "is not an absolute znode path such as /snowflake (not /, no trailing /)")
 	case len(c.Servers) > 0 && c.SessionTimeout < 100*time.Millisecond:
-		return fmt.Errorf("client config: SessionTimeout %v must be at least 100ms", c.SessionTimeout)
+		return bad("SessionTimeout", c.SessionTimeout, "must be at least 100ms")
 	case c.PoolSize < 1 || c.PoolSize > 1024:
-		return fmt.Errorf("client config: PoolSize %d must be in 1..1024", c.PoolSize)
+		return bad("PoolSize", c.PoolSize, "must be in 1..1024")
 	case c.IdleTimeout <= 0:
-		return fmt.Errorf("client config: IdleTimeout %v must be positive", c.IdleTimeout)
+		return bad("IdleTimeout", c.IdleTimeout, "must be positive")
 	case c.DialTimeout <= 0:
-		return fmt.Errorf("client config: DialTimeout %v must be positive", c.DialTimeout)
+		return bad("DialTimeout", c.DialTimeout, "must be positive")
 	case c.RequestTimeout <= 0:
-		return fmt.Errorf("client config: RequestTimeout %v must be positive", c.RequestTimeout)
+		return bad("RequestTimeout", c.RequestTimeout, "must be positive")
 	case c.CallTimeout <= 0:
-		return fmt.Errorf("client config: CallTimeout %v must be positive", c.CallTimeout)
+		return bad("CallTimeout", c.CallTimeout, "must be positive")
 	case c.Backoff <= 0:
-		return fmt.Errorf("client config: Backoff %v must be positive", c.Backoff)
+		return bad("Backoff", c.Backoff, "must be positive")
 	case c.MaxBackoff < c.Backoff:
-		return fmt.Errorf("client config: MaxBackoff %v must be at least Backoff %v", c.MaxBackoff, c.Backoff)
+		return bad("MaxBackoff", c.MaxBackoff, fmt.Sprintf("must be at least Backoff %v", c.Backoff))
 	}
 	return nil
 }

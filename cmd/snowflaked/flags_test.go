@@ -1,0 +1,50 @@
+package main
+
+import (
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+)
+
+// Every field a flag is bound to exists under that name in its Config, and
+// the flag sets that very field: a misspelt field would leave Validate's
+// errors about it without their flag.
+func TestFlagsBindConfigFields(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cfg   any // pointer to the Config the flags set
+		flags map[string]string
+	}{{&o.coord, o.coordFlags}, {&o.worker, o.workerFlags}} {
+		v := reflect.ValueOf(c.cfg).Elem()
+		if len(c.flags) == 0 {
+			t.Fatalf("%s: no flag bound", v.Type())
+		}
+		for field, name := range c.flags {
+			f := v.FieldByName(field)
+			if !f.IsValid() {
+				t.Errorf("--%s is bound to %s.%s, which does not exist", name, v.Type(), field)
+				continue
+			}
+			before := f.Interface()
+			probe := map[reflect.Kind]string{reflect.String: "x:1", reflect.Int: "7", reflect.Int64: "7ms", reflect.Slice: "h:1,h:2"}[f.Kind()]
+			if err := o.fs.Set(name, probe); err != nil {
+				t.Errorf("--%s %s: %v", name, probe, err)
+				continue
+			}
+			if reflect.DeepEqual(before, f.Interface()) {
+				t.Errorf("--%s %s left %s.%s at %v", name, probe, v.Type(), field, before)
+			}
+		}
+	}
+	if want := coordinator.SplitAddrs("h:1,h:2"); !reflect.DeepEqual(o.coord.Servers, want) {
+		t.Errorf("--zk h:1,h:2 set Servers %q, want %q", o.coord.Servers, want)
+	}
+	if o.worker.Listen != "x:1" || o.worker.MaxConns != 7 || o.coord.Datacenter != 7 {
+		t.Errorf("worker %+v, coordinator datacenter %d", o.worker, o.coord.Datacenter)
+	}
+}
