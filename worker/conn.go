@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 const (
@@ -188,7 +190,7 @@ func (c *conn) execBuffered() (ok, protoErr bool) {
 		if err != nil {
 			c.s.m.protoErrs.Inc()
 			c.s.log.Debug("closing connection on a protocol error", "remote", c.nc.RemoteAddr(), "error", err)
-			c.wbuf = appendError(c.wbuf, "ERR "+err.Error())
+			c.wbuf = resp.AppendError(c.wbuf, "ERR "+err.Error())
 			return false, true
 		}
 		if n == 0 {
@@ -235,7 +237,7 @@ func (c *conn) makeRoom() bool {
 		// The parser refuses any request larger than MaxFrame before it
 		// fills the buffer; this is a second line.
 		c.s.m.protoErrs.Inc()
-		c.wbuf = appendError(c.wbuf, "ERR "+errBigFrame.Error())
+		c.wbuf = resp.AppendError(c.wbuf, "ERR "+errBigFrame.Error())
 		c.flush()
 		return false
 	}
@@ -291,7 +293,7 @@ func (c *conn) readError(err error) {
 		c.s.m.timeouts.WithLabelValues("read").Inc()
 		c.s.log.Debug("closing connection with a half-written request", "remote", c.nc.RemoteAddr(),
 			"timeout", c.s.cfg.ReadTimeout)
-		c.wbuf = appendError(c.wbuf, "ERR Protocol error: request not completed within "+c.s.cfg.ReadTimeout.String())
+		c.wbuf = resp.AppendError(c.wbuf, "ERR Protocol error: request not completed within "+c.s.cfg.ReadTimeout.String())
 		c.flush()
 		return
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/snowflake"
+
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 // Lease is where the server takes IDs from: a *coordinator.Coordinator.
@@ -70,9 +72,7 @@ func (c *conn) idError(err error) result {
 	case errors.Is(err, snowflake.ErrNoLease):
 		return c.leaseReply(resNoLease, err.Error()+"; try another worker")
 	}
-	c.wbuf = append(c.wbuf, "-ERR "...)
-	c.wbuf = appendClean(c.wbuf, err.Error())
-	c.wbuf = append(c.wbuf, '\r', '\n')
+	c.wbuf = resp.AppendCodeError(c.wbuf, resp.CodeErr, err.Error())
 	return resError
 }
 
@@ -87,12 +87,10 @@ func clockBehind(ms int64) string {
 }
 
 func (c *conn) leaseReply(r result, msg string) result {
-	code := "-NOLEASE "
+	code := resp.CodeNoLease
 	if r == resClockBack {
-		code = "-CLOCKBACK "
+		code = resp.CodeClockBack
 	}
-	c.wbuf = append(c.wbuf, code...)
-	c.wbuf = appendClean(c.wbuf, msg)
-	c.wbuf = append(c.wbuf, '\r', '\n')
+	c.wbuf = resp.AppendCodeError(c.wbuf, code, msg)
 	return r
 }

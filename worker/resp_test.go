@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 // parseAll splits buf into requests as a connection does, feeding the parser
@@ -159,27 +161,6 @@ func TestParseZeroAlloc(t *testing.T) {
 	}
 }
 
-func TestAppendQuoted(t *testing.T) {
-	got := string(appendQuoted(nil, []byte("a\r\nb\\"+strings.Repeat("x", 100))))
-	if strings.ContainsAny(got, "\r\n") || !strings.HasPrefix(got, `a\x0d\x0ab\x5c`) || !strings.HasSuffix(got, "...") {
-		t.Fatalf("appendQuoted = %q", got)
-	}
-}
-
-func TestParseInt(t *testing.T) {
-	for in, want := range map[string]int64{"0": 0, "4096": 4096, "-1": -1,
-		"9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63} {
-		if v, ok := parseInt([]byte(in)); !ok || v != want {
-			t.Errorf("parseInt(%q) = %d, %v", in, v, ok)
-		}
-	}
-	for _, in := range []string{"", "-", "+1", " 1", "1 ", "1.0", "9223372036854775808", "99999999999999999999", "0x10"} {
-		if v, ok := parseInt([]byte(in)); ok {
-			t.Errorf("parseInt(%q) = %d, want failure", in, v)
-		}
-	}
-}
-
 // FuzzParse: whatever the bytes, the parser does not panic, stays within
 // its limits without allocating past them, and what it parses re-encodes to
 // a RESP request that parses back to the same arguments.
@@ -263,9 +244,9 @@ func FuzzParse(f *testing.F) {
 // appendCommand encodes args as a RESP array of bulk strings, as clients
 // send them.
 func appendCommand(dst []byte, args ...[]byte) []byte {
-	dst = appendArrayHeader(dst, len(args))
+	dst = resp.AppendArrayHeader(dst, len(args))
 	for _, a := range args {
-		dst = appendBulk(dst, a)
+		dst = resp.AppendBulk(dst, a)
 	}
 	return dst
 }
