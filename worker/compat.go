@@ -9,7 +9,8 @@ import (
 // The commands below exist so that redis-cli, redis-benchmark and client
 // libraries connect and introspect as they do with Redis; they touch no IDs.
 
-func (c *conn) info(sections [][]byte) result {
+func (c *conn) info(args [][]byte) result {
+	sections := args[1:]
 	for _, sec := range sections {
 		if !equalFold(sec, "snowflake") && !equalFold(sec, "all") && !equalFold(sec, "default") &&
 			!equalFold(sec, "everything") && !equalFold(sec, "server") {
@@ -30,6 +31,7 @@ func (c *conn) info(sections [][]byte) result {
 // hello speaks RESP2 only: HELLO 3 is refused with NOPROTO, which clients
 // (go-redis among them) take as "stay on RESP2".
 func (c *conn) hello(args [][]byte) result {
+	args = args[1:]
 	if len(args) > 0 {
 		v, ok := resp.ParseInt(args[0])
 		if !ok {
@@ -71,30 +73,22 @@ func (c *conn) hello(args [][]byte) result {
 	return resOK
 }
 
-// listed are the commands COMMAND lists: all but cmdUnknown.
-func listed() []cmdKind {
-	ks := make([]cmdKind, 0, numCmds-1)
-	for k := cmdUnknown + 1; k < numCmds; k++ {
-		ks = append(ks, k)
-	}
-	return ks
-}
-
 func (c *conn) command(args [][]byte) result {
+	args = args[1:]
 	switch {
 	case len(args) == 0:
-		ks := listed()
-		c.wbuf = resp.AppendArrayHeader(c.wbuf, len(ks))
-		for _, k := range ks {
-			c.commandInfo(k)
+		listed := c.s.cmds[cmdUnknown+1:]
+		c.wbuf = resp.AppendArrayHeader(c.wbuf, len(listed))
+		for i := range listed {
+			c.commandInfo(&listed[i])
 		}
 	case equalFold(args[0], "count"):
-		c.wbuf = resp.AppendInt(c.wbuf, int64(numCmds-1))
+		c.wbuf = resp.AppendInt(c.wbuf, int64(len(c.s.cmds)-1))
 	case equalFold(args[0], "info"):
 		c.wbuf = resp.AppendArrayHeader(c.wbuf, len(args)-1)
 		for _, name := range args[1:] {
-			if k := lookup(name); k != cmdUnknown {
-				c.commandInfo(k)
+			if k := c.s.cmds.lookup(name); k != cmdUnknown {
+				c.commandInfo(&c.s.cmds[k])
 			} else {
 				c.wbuf = append(c.wbuf, "*-1\r\n"...)
 			}
@@ -110,19 +104,12 @@ func (c *conn) command(args [][]byte) result {
 }
 
 // commandInfo is one entry of COMMAND in Redis 7's ten-field form.
-func (c *conn) commandInfo(k cmdKind) {
+func (c *conn) commandInfo(cmd *command) {
 	c.wbuf = resp.AppendArrayHeader(c.wbuf, 10)
-	c.wbuf = resp.AppendBulkString(c.wbuf, k.String())
-	c.wbuf = resp.AppendInt(c.wbuf, int64(k.arity()))
-	flag := "fast"
-	switch k {
-	case cmdNextID, cmdNextIDs:
-		flag = "write"
-	case cmdDecode, cmdInfo:
-		flag = "readonly"
-	}
+	c.wbuf = resp.AppendBulkString(c.wbuf, cmd.name)
+	c.wbuf = resp.AppendInt(c.wbuf, int64(cmd.arity))
 	c.wbuf = resp.AppendArrayHeader(c.wbuf, 1)
-	c.wbuf = resp.AppendSimple(c.wbuf, flag)
+	c.wbuf = resp.AppendSimple(c.wbuf, cmd.flag)
 	c.wbuf = resp.AppendInt(c.wbuf, 0) // first key
 	c.wbuf = resp.AppendInt(c.wbuf, 0) // last key
 	c.wbuf = resp.AppendInt(c.wbuf, 0) // step
@@ -132,6 +119,7 @@ func (c *conn) commandInfo(k cmdKind) {
 }
 
 func (c *conn) client(args [][]byte) result {
+	args = args[1:]
 	sub := args[0]
 	switch {
 	case equalFold(sub, "setname") && len(args) == 2:
@@ -171,6 +159,7 @@ func (c *conn) client(args [][]byte) result {
 // config answers CONFIG GET for the two parameters redis-benchmark asks
 // for (so it prints no warning), and nothing else.
 func (c *conn) config(args [][]byte) result {
+	args = args[1:]
 	if !equalFold(args[0], "get") {
 		c.unknownSub("CONFIG", args[0])
 		return resError
@@ -194,6 +183,35 @@ func (c *conn) config(args [][]byte) result {
 		c.wbuf = resp.AppendBulkString(c.wbuf, p[1])
 	}
 	return resOK
+}
+
+func (c *conn) echo(args [][]byte) result {
+	c.wbuf = resp.AppendBulk(c.wbuf, args[1])
+	return resOK
+}
+
+func (c *conn) selectDB(args [][]byte) result {
+	if n, ok := resp.ParseInt(args[1]); !ok || n != 0 {
+		c.wbuf = resp.AppendError(c.wbuf, "ERR DB index is out of range (this server has only database 0)")
+		return resError
+	}
+	c.wbuf = resp.AppendSimple(c.wbuf, "OK")
+	return resOK
+}
+
+// auth is as Redis with its default, password-less user: AUTH user pass is
+// accepted, AUTH pass is a configuration mistake worth reporting.
+func (c *conn) auth(args [][]byte) result {
+	if len(args) == 3 {
+		c.wbuf = resp.AppendSimple(c.wbuf, "OK")
+		return resOK
+	}
+	if len(args) != 2 {
+		c.wrongArgs("auth")
+		return resError
+	}
+	c.wbuf = resp.AppendError(c.wbuf, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	return resError
 }
 
 func (c *conn) unknownSub(cmd string, sub []byte) {

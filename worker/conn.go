@@ -54,8 +54,8 @@ type conn struct {
 	// mark is when the last read returned: the requests it brought are
 	// timed from it to their reply written.
 	mark time.Time
-	// pending counts, per command, the requests whose replies wait in wbuf.
-	pending [numCmds]uint32
+	// pending counts, by cmdKind, the requests whose replies wait in wbuf.
+	pending []uint32
 	// ready caches the lease's Ready for the requests of one read.
 	ready bool
 
@@ -78,11 +78,12 @@ type conn struct {
 func newConn(s *Server, nc net.Conn, id int64) *conn {
 	c := &conn{
 		s: s, nc: nc, id: id,
-		rbuf: make([]byte, readBufSize),
-		p:    newParser(),
-		argv: make([][]byte, 0, 8),
-		wbuf: make([]byte, 0, writeBufSize),
-		ev:   evState{fd: -1},
+		rbuf:    make([]byte, readBufSize),
+		p:       newParser(),
+		argv:    make([][]byte, 0, 8),
+		wbuf:    make([]byte, 0, writeBufSize),
+		pending: make([]uint32, len(s.cmds)),
+		ev:      evState{fd: -1},
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		if rc, err := tc.SyscallConn(); err == nil {

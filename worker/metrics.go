@@ -10,8 +10,8 @@ import (
 // touches no label maps.
 type metrics struct {
 	ids        prometheus.Counter
-	requests   [numCmds][numResults]prometheus.Counter
-	latency    [numCmds]prometheus.Observer
+	requests   [][numResults]prometheus.Counter // by cmdKind, then result
+	latency    []prometheus.Observer            // by cmdKind
 	conns      prometheus.Gauge
 	connsTotal prometheus.Counter
 	rejected   prometheus.Counter
@@ -19,9 +19,9 @@ type metrics struct {
 	timeouts   *prometheus.CounterVec
 }
 
-// newMetrics makes the server's metrics and registers them with reg (nil:
-// none), failing rather than panicking if reg already has them.
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics makes the server's metrics, per command of cmds, and registers
+// them with reg (nil: none), failing rather than panicking if reg already has them.
+func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) {
 	ids := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "snowflake_worker_ids_issued_total",
 		Help: "IDs handed to clients (NEXTID counts 1, NEXTIDS n counts n).",
@@ -58,10 +58,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Connections closed by a timeout, by kind (idle, read, write).",
 		}, []string{"kind"}),
 	}
-	for k := cmdKind(0); k < numCmds; k++ {
-		m.latency[k] = latency.WithLabelValues(k.String())
+	m.requests = make([][numResults]prometheus.Counter, len(cmds))
+	m.latency = make([]prometheus.Observer, len(cmds))
+	for k, cmd := range cmds {
+		m.latency[k] = latency.WithLabelValues(cmd.name)
 		for r := result(0); r < numResults; r++ {
-			m.requests[k][r] = requests.WithLabelValues(k.String(), r.String())
+			m.requests[k][r] = requests.WithLabelValues(cmd.name, r.String())
 		}
 	}
 	for _, kind := range []string{"idle", "read", "write"} {

@@ -140,6 +140,7 @@ func TestParseFrameFullMidHeader(t *testing.T) {
 func TestParseZeroAlloc(t *testing.T) {
 	buf := []byte("*2\r\n$7\r\nNEXTIDS\r\n$4\r\n4096\r\nNEXTID\r\n")
 	p := newParser()
+	cmds := newCommands()
 	var argv [][]byte = make([][]byte, 0, 4)
 	allocs := testing.AllocsPerRun(1000, func() {
 		off := 0
@@ -152,7 +153,7 @@ func TestParseZeroAlloc(t *testing.T) {
 			p.reset()
 			off += n
 		}
-		if lookup(argv[0]) != cmdNextID {
+		if cmds[cmds.lookup(argv[0])].name != "nextid" {
 			t.Fatal("lookup")
 		}
 	})

@@ -27,6 +27,7 @@ type Server struct {
 	log   hclog.Logger
 	m     *metrics
 	clock snowflake.Clock
+	cmds  commandTable
 
 	started  time.Time
 	open     atomic.Int64 // connections open now
@@ -61,12 +62,13 @@ func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (
 	if clock == nil {
 		clock = snowflake.SystemClock{}
 	}
-	m, err := newMetrics(reg)
+	cmds := newCommands()
+	m, err := newMetrics(reg, cmds)
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}
 	return &Server{
-		cfg: cfg, lease: lease, log: log, m: m, clock: clock,
+		cfg: cfg, lease: lease, log: log, m: m, clock: clock, cmds: cmds,
 		started: time.Now(), conns: map[*conn]struct{}{},
 		shutdown: make(chan struct{}), done: make(chan struct{}),
 	}, nil
