@@ -57,8 +57,10 @@ func (c *conn) issue(n int, array bool) result {
 	// what only Ready knows (the skew) changes on the scale of renewals.
 	if !c.ready || g == nil {
 		if !l.Ready() || g == nil {
-			if r := c.notReady(); r != resRetry {
-				return r
+			// The verdict, again, with what explains it; it may have
+			// turned (a renewal landed) since Ready.
+			if r := l.Readiness(); !r.Ready() {
+				return c.refuse(r)
 			}
 			if g = l.Generator(); g == nil {
 				return c.leaseReply(resNoLease, "this worker holds no lease; try another worker")

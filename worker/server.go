@@ -12,8 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // ErrServerClosed: Serve was called on a server that was shut down.
@@ -26,7 +24,6 @@ type Server struct {
 	lease Lease
 	log   hclog.Logger
 	m     *metrics
-	clock snowflake.Clock
 	cmds  commandTable
 
 	started  time.Time
@@ -58,17 +55,13 @@ func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	clock := cfg.Clock
-	if clock == nil {
-		clock = snowflake.SystemClock{}
-	}
 	cmds := newCommands()
 	m, err := newMetrics(reg, cmds)
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}
 	return &Server{
-		cfg: cfg, lease: lease, log: log, m: m, clock: clock, cmds: cmds,
+		cfg: cfg, lease: lease, log: log, m: m, cmds: cmds,
 		started: time.Now(), conns: map[*conn]struct{}{},
 		shutdown: make(chan struct{}), done: make(chan struct{}),
 	}, nil

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
-
 	"github.com/snowfleet/snowfleet/worker/resp"
 )
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/snowflake"
-
 	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
