@@ -17,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -173,7 +172,7 @@ func (s *Server) start() error {
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// The server dies with the test binary even if cleanup never runs.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("start java: %w", err)
@@ -207,7 +206,7 @@ func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	killGroup(s.cmd.Process)
 	_ = s.cmd.Process.Kill()
 	select {
 	case <-s.exited:

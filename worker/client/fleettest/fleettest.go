@@ -178,7 +178,7 @@ func startOnce(t testing.TB, bin string, opts Options) *Worker {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(cleanEnv(), opts.Env...)
 	// The worker dies with the test binary even if cleanup never runs.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		t.Fatalf("fleettest: start %s: %v", bin, err)
