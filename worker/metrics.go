@@ -16,7 +16,7 @@ type metrics struct {
 	connsTotal prometheus.Counter
 	rejected   prometheus.Counter
 	protoErrs  prometheus.Counter
-	timeouts   *prometheus.CounterVec
+	timeouts   [timeoutWrite + 1]prometheus.Counter // by timeoutKind
 }
 
 // newMetrics makes the server's metrics, per command of cmds, and registers
@@ -53,11 +53,11 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) 
 			Name: "snowflake_worker_protocol_errors_total",
 			Help: "Connections closed for a malformed request.",
 		}),
-		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "snowflake_worker_connection_timeouts_total",
-			Help: "Connections closed by a timeout, by kind (idle, read, write).",
-		}, []string{"kind"}),
 	}
+	timeouts := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "snowflake_worker_connection_timeouts_total",
+		Help: "Connections closed by a timeout, by kind (idle, read, write).",
+	}, []string{"kind"})
 	m.requests = make([][numResults]prometheus.Counter, len(cmds))
 	m.latency = make([]prometheus.Observer, len(cmds))
 	for k, cmd := range cmds {
@@ -66,12 +66,12 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) 
 			m.requests[k][r] = requests.WithLabelValues(cmd.name, r.String())
 		}
 	}
-	for _, kind := range []string{"idle", "read", "write"} {
-		m.timeouts.WithLabelValues(kind)
+	for k := range m.timeouts {
+		m.timeouts[k] = timeouts.WithLabelValues(timeoutKind(k).String())
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{ids, requests, latency, m.conns, m.connsTotal,
-			m.rejected, m.protoErrs, m.timeouts} {
+			m.rejected, m.protoErrs, timeouts} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

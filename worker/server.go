@@ -140,7 +140,7 @@ func (s *Server) accept(ln net.Listener) error {
 		adopted := len(s.loops) > 0 && s.loops[c.id%int64(len(s.loops))].adopt(c, nc)
 		s.mu.Unlock()
 		if !adopted {
-			go s.serveConn(c)
+			go s.serveConn(newGoConn(c, nc))
 		}
 	}
 }
@@ -175,12 +175,12 @@ func (s *Server) reject(nc net.Conn) {
 	nc.Close()
 }
 
-func (s *Server) serveConn(c *conn) {
+func (s *Server) serveConn(g *goConn) {
 	defer func() {
-		c.nc.Close()
-		s.release(c)
+		g.nc.Close()
+		s.release(g.c)
 	}()
-	c.serve()
+	g.serve()
 }
 
 // release forgets a closed connection.
@@ -206,7 +206,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if s.ln != nil {
 			s.ln.Close()
 		}
-		// Wake every connection blocked in a read; see conn.serve for why
+		// Wake every connection blocked in a read; see goConn.serve for why
 		// this cannot miss one.
 		now := time.Now()
 		for c := range s.conns {
