@@ -102,22 +102,6 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Coordinator,
 // snowflake.ErrSealed.
 func (c *Coordinator) Generator() *snowflake.Generator { return c.gen.Load() }
 
-// Ready reports a lease held, its ceiling ahead of the clock, the clock not
-// behind the last issued timestamp, and the skew against ZooKeeper within
-// MaxSkew.
-func (c *Coordinator) Ready() bool {
-	g := c.gen.Load()
-	if g == nil || g.Sealed() {
-		return false
-	}
-	now := c.nowMs()
-	if now >= g.Ceiling() || now < g.LastMs()-c.cfg.MaxRollbackWait.Milliseconds() {
-		return false
-	}
-	skew := c.skewMs.Load()
-	return abs(skew) <= c.cfg.MaxSkew.Milliseconds()
-}
-
 // Status is a snapshot for operators.
 func (c *Coordinator) Status() Status {
 	c.mu.Lock()

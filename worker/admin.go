@@ -46,12 +46,12 @@ func (s *Server) notReadyReason() string {
 	if s.draining.Load() {
 		return "draining (shutting down)"
 	}
-	if s.lease.Ready() {
+	r := s.lease.Readiness()
+	switch {
+	case r.Ready():
 		return ""
+	case r.Slot == "" || r.State != coordinator.StateServing:
+		return "no lease (state " + r.State + ")"
 	}
-	st := s.lease.Status()
-	if st.Slot == "" || st.State != coordinator.StateServing {
-		return "no lease (state " + st.State + ")"
-	}
-	return fmt.Sprintf("lease %s not ready (state %s, ceiling_ms %d, skew_ms %d)", st.Slot, st.State, st.CeilingMs, st.SkewMs)
+	return fmt.Sprintf("lease %s not ready (state %s, ceiling_ms %d, skew_ms %d)", r.Slot, r.State, r.CeilingMs, r.SkewMs)
 }

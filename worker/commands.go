@@ -1,124 +1,74 @@
 package worker
 
-// cmdKind is a command the server knows; it indexes the per-command metrics.
+// cmdKind is a command's row in the command table; it indexes the
+// per-command metrics. Row 0, cmdUnknown, stands for every name the table
+// does not hold.
 type cmdKind uint8
 
-const (
-	cmdUnknown cmdKind = iota
-	cmdPing
-	cmdNextID
-	cmdNextIDs
-	cmdDecode
-	cmdInfo
-	cmdQuit
-	cmdHello
-	cmdCommand
-	cmdClient
-	cmdSelect
-	cmdConfig
-	cmdAuth
-	cmdEcho
-	numCmds
-)
+const cmdUnknown cmdKind = 0
 
-// String is the command's lower-case name, its metric label.
-func (k cmdKind) String() string {
-	switch k {
-	case cmdPing:
-		return "ping"
-	case cmdNextID:
-		return "nextid"
-	case cmdNextIDs:
-		return "nextids"
-	case cmdDecode:
-		return "decode"
-	case cmdInfo:
-		return "info"
-	case cmdQuit:
-		return "quit"
-	case cmdHello:
-		return "hello"
-	case cmdCommand:
-		return "command"
-	case cmdClient:
-		return "client"
-	case cmdSelect:
-		return "select"
-	case cmdConfig:
-		return "config"
-	case cmdAuth:
-		return "auth"
-	case cmdEcho:
-		return "echo"
-	}
-	return "unknown"
+// command is everything the server knows about one command.
+type command struct {
+	// name is the lower-case name, matched ignoring ASCII case; it is also
+	// the command's metric label and its name in COMMAND's answer.
+	name string
+	// arity is Redis's convention: n means exactly n words, the name
+	// included; -n means at least n.
+	arity int
+	// flag is COMMAND's flag for it: "write" (it issues IDs), "readonly"
+	// or "fast".
+	flag string
+	// quit closes the connection once the reply is written.
+	quit bool
+	// run executes a request whose arity was checked (args[0] is the name)
+	// and appends its reply.
+	run func(c *conn, args [][]byte) result
 }
 
-// arity is Redis's convention: n means exactly n words with the name, -n
-// at least n.
-func (k cmdKind) arity() int {
-	switch k {
-	case cmdNextID:
-		return 1
-	case cmdNextIDs, cmdDecode, cmdSelect, cmdEcho:
-		return 2
-	case cmdClient, cmdConfig, cmdAuth:
-		return -2
+// commandTable holds the commands, indexed by cmdKind.
+type commandTable []command
+
+// newCommands is the command table: adding a command is one row here and
+// its handler. The order is COMMAND's, and the order lookup tries.
+func newCommands() commandTable {
+	return commandTable{
+		cmdUnknown: {name: "unknown"},
+		{name: "ping", arity: -1, flag: "fast", run: (*conn).ping},
+		{name: "nextid", arity: 1, flag: "write", run: (*conn).nextID},
+		{name: "nextids", arity: 2, flag: "write", run: (*conn).nextIDs},
+		{name: "decode", arity: 2, flag: "readonly", run: (*conn).decode},
+		{name: "info", arity: -1, flag: "readonly", run: (*conn).info},
+		{name: "quit", arity: -1, flag: "fast", quit: true, run: (*conn).quit},
+		// The rest lets redis-cli, redis-benchmark and client libraries
+		// connect and introspect as they do with Redis (compat.go).
+		{name: "hello", arity: -1, flag: "fast", run: (*conn).hello},
+		{name: "command", arity: -1, flag: "fast", run: (*conn).command},
+		{name: "client", arity: -2, flag: "fast", run: (*conn).client},
+		{name: "select", arity: 2, flag: "fast", run: (*conn).selectDB},
+		{name: "config", arity: -2, flag: "fast", run: (*conn).config},
+		{name: "auth", arity: -2, flag: "fast", run: (*conn).auth},
+		{name: "echo", arity: 2, flag: "fast", run: (*conn).echo},
 	}
-	return -1
+}
+
+// lookup finds a command by name, ignoring ASCII case, without allocating
+// and whatever the name's length: a linear scan, in which a row of another
+// length costs one comparison.
+func (t commandTable) lookup(name []byte) cmdKind {
+	for k := 1; k < len(t); k++ {
+		if equalFold(name, t[k].name) {
+			return cmdKind(k)
+		}
+	}
+	return cmdUnknown
 }
 
 // arityOK checks argc (the name included) against the command's arity.
-func (k cmdKind) arityOK(argc int) bool {
-	a := k.arity()
-	if a >= 0 {
-		return argc == a
+func (cmd *command) arityOK(argc int) bool {
+	if cmd.arity >= 0 {
+		return argc == cmd.arity
 	}
-	return argc >= -a
-}
-
-// lookup finds a command by name, case-insensitively, without allocating
-// (a switch on string(bytes) of a stack array does not copy to the heap).
-func lookup(name []byte) cmdKind {
-	var a [8]byte
-	if len(name) > len(a) {
-		return cmdUnknown
-	}
-	for i, c := range name {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		a[i] = c
-	}
-	switch string(a[:len(name)]) {
-	case "nextid":
-		return cmdNextID
-	case "nextids":
-		return cmdNextIDs
-	case "ping":
-		return cmdPing
-	case "decode":
-		return cmdDecode
-	case "info":
-		return cmdInfo
-	case "quit":
-		return cmdQuit
-	case "hello":
-		return cmdHello
-	case "command":
-		return cmdCommand
-	case "client":
-		return cmdClient
-	case "select":
-		return cmdSelect
-	case "config":
-		return cmdConfig
-	case "auth":
-		return cmdAuth
-	case "echo":
-		return cmdEcho
-	}
-	return cmdUnknown
+	return argc >= -cmd.arity
 }
 
 // equalFold reports whether b equals the lower-case ASCII word s, ignoring case.

@@ -35,8 +35,9 @@ type Config struct {
 	// portable way, instead of from the epoll loop (Linux only; see
 	// loop_linux.go), which answers with a lower tail latency on few cores.
 	NoEventLoop bool
-	// Clock is the lease's time source, used to explain why the lease is not
-	// ready (past its ceiling, clock behind); nil means snowflake.SystemClock.
+	// Clock is unused: why the lease is not ready is reckoned on the lease's
+	// own clock (coordinator.Readiness). It goes once cmd/snowflaked stops
+	// setting it.
 	Clock snowflake.Clock
 }
 

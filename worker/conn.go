@@ -1,12 +1,10 @@
 package worker
 
 import (
-	"errors"
 	"net"
-	"os"
-	"syscall"
 	"time"
-	"unsafe"
+
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 const (
@@ -29,166 +27,86 @@ const (
 	lingerBytes = 1 << 20
 )
 
-// conn is one client connection, served by one goroutine.
+// conn is one client connection as a protocol state machine: its transport
+// reads into rbuf[w:] and reports it (received); execBuffered executes the
+// complete requests, appending replies to wbuf; prepareRead makes room for
+// the next read and says until when it may take (readDeadline). conn does
+// no I/O itself: the transport writes wbuf (flush) and applies the
+// timeouts, either a goroutine per connection (serve.go) or the Linux epoll
+// loop (evconn_linux.go). What the protocol counts (requests, latencies,
+// protocol errors, timeouts) is counted here, whatever the transport.
 type conn struct {
 	s  *Server
-	nc net.Conn
+	nc net.Conn // for its addresses; the transport owns the socket
 	id int64
+	t  transport
 
 	rbuf []byte // requests are rbuf[r:w]
 	r, w int
 	p    parser
 	argv [][]byte
 	wbuf []byte
-	// partial is set while a started request waits for its remaining bytes,
-	// under the read timeout.
-	partial bool
-	// rdeadline is the read deadline in force (zero: none).
-	rdeadline time.Time
-	// wdeadline is the write deadline in force; it is pushed forward once
-	// less than half of WriteTimeout is left, not on every write.
-	wdeadline time.Time
+	// partial is set while a started request waits for its remaining bytes;
+	// it must be complete by reqDeadline (ReadTimeout after the read that
+	// started it).
+	partial     bool
+	reqDeadline time.Time
+	// stalled is set by the transport while a write waits for the socket
+	// to drain: no request is executed meanwhile, so a client that does not
+	// read its replies is not read from either.
+	stalled bool
 
 	// mark is when the last read returned: the requests it brought are
 	// timed from it to their reply written.
 	mark time.Time
-	// pending counts, per command, the requests whose replies wait in wbuf.
-	pending [numCmds]uint32
+	// pending counts, by cmdKind, the requests whose replies wait in wbuf.
+	pending []uint32
 	// ready caches the lease's Ready for the requests of one read.
 	ready bool
 
-	// rc is the raw TCP connection replies are written through (nil: use
-	// nc.Write); writeFn is the rawWrite method value, made once so that
-	// writing allocates nothing; wrote and werr are its results.
-	rc      syscall.RawConn
-	writeFn func(uintptr) bool
-	wrote   int
-	werr    syscall.Errno
-
 	name    string
 	scratch [64]byte
+}
 
-	// ev is the connection's state under the epoll loop (loop_linux.go);
-	// ev.l nil means it is served by its own goroutine (serve).
-	ev evState
+// transport is how a connection's replies reach its socket.
+type transport interface {
+	// flush writes wbuf, or, when the socket is full and the transport does
+	// not block, what it takes, setting conn.stalled until the rest is
+	// written. False: the connection is broken or timed out.
+	flush() bool
 }
 
 func newConn(s *Server, nc net.Conn, id int64) *conn {
-	c := &conn{
+	return &conn{
 		s: s, nc: nc, id: id,
-		rbuf: make([]byte, readBufSize),
-		p:    newParser(),
-		argv: make([][]byte, 0, 8),
-		wbuf: make([]byte, 0, writeBufSize),
-		ev:   evState{fd: -1},
+		rbuf:    make([]byte, readBufSize),
+		p:       newParser(),
+		argv:    make([][]byte, 0, 8),
+		wbuf:    make([]byte, 0, writeBufSize),
+		pending: make([]uint32, len(s.cmds)),
 	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		if rc, err := tc.SyscallConn(); err == nil {
-			c.rc, c.writeFn = rc, c.rawWrite
-		}
-	}
-	return c
 }
 
-// write writes wbuf whole. On TCP the write(2) is a raw syscall: the socket
-// is non-blocking, so it returns within microseconds, and the runtime need
-// not hand this goroutine's P to another thread meanwhile (it does that to a
-// syscall longer than ~20µs, which a loopback write often is, and on a
-// single core that hand-off costs more than the write). A full socket
-// buffer (EAGAIN) waits in the netpoller, under the write deadline.
-func (c *conn) write() error {
-	if c.rc == nil {
-		_, err := c.nc.Write(c.wbuf)
-		return err
-	}
-	c.wrote, c.werr = 0, 0
-	if err := c.rc.Write(c.writeFn); err != nil {
-		return err
-	}
-	if c.werr != 0 {
-		return os.NewSyscallError("write", c.werr)
-	}
-	return nil
-}
+func (c *conn) flush() bool { return c.t.flush() }
 
-// rawWrite is write's syscall.RawConn callback: false means "wait until the
-// socket is writable, then call again".
-func (c *conn) rawWrite(fd uintptr) bool {
-	c.werr = writeFrom(fd, c.wbuf, &c.wrote)
-	return c.werr != syscall.EAGAIN
-}
-
-// writeFrom writes p[*off:] to the non-blocking socket fd with raw write(2)
-// calls, advancing *off. It returns 0 once all is written, EAGAIN when the
-// socket is full, or the error that broke it.
-func writeFrom(fd uintptr, p []byte, off *int) syscall.Errno {
-	for *off < len(p) {
-		rest := p[*off:]
-		n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&rest[0])), uintptr(len(rest)))
-		switch errno {
-		case 0:
-			*off += int(n)
-		case syscall.EINTR:
-		default:
-			return errno
-		}
-	}
-	return 0
-}
-
-// serve reads requests, executes every complete one in the buffer, and
-// writes the replies in one write before it blocks for more input.
-func (c *conn) serve() {
-	for {
-		ok, protoErr := c.execBuffered()
-		if protoErr {
-			if c.flush() {
-				c.linger()
-			}
-			return
-		}
-		if !ok {
-			return
-		}
-		if len(c.wbuf) > 0 && !c.flush() {
-			return
-		}
-		if !c.makeRoom() {
-			return
-		}
-		if !c.setReadDeadline() {
-			return
-		}
-		// Checked after the deadline is set: Shutdown sets the flag, then
-		// moves every deadline to now, so either this sees the flag or the
-		// read below returns at once.
-		if c.s.draining.Load() {
-			return
-		}
-		n, err := c.nc.Read(c.rbuf[c.w:])
-		c.w += n
-		c.mark = time.Now()
-		c.ready = false
-		if err != nil && n == 0 {
-			c.readError(err)
-			return
-		}
-	}
+// received records n bytes read into rbuf[w:] at now.
+func (c *conn) received(n int, now time.Time) {
+	c.w += n
+	c.mark = now
+	c.ready = false
 }
 
 // execBuffered executes the complete requests in rbuf in order, flushing
-// whenever wbuf fills, until none is left or (event loop) a write blocked.
-// It returns false when the connection must close: after QUIT, a broken
-// write or a protocol error, which it answers and reports in protoErr so
-// the caller can linger its own way.
+// whenever wbuf fills, until none is left or a write stalled. It returns
+// false when the connection must close: after QUIT, a broken write or a
+// protocol error, which it answers and reports in protoErr so the
+// transport can linger its own way.
 func (c *conn) execBuffered() (ok, protoErr bool) {
-	for !c.ev.blocked && c.r < c.w {
+	for !c.stalled && c.r < c.w {
 		frame := c.rbuf[c.r:c.w]
 		n, err := c.p.parse(frame)
 		if err != nil {
-			c.s.m.protoErrs.Inc()
-			c.s.log.Debug("closing connection on a protocol error", "remote", c.nc.RemoteAddr(), "error", err)
-			c.wbuf = appendError(c.wbuf, "ERR "+err.Error())
+			c.protocolError(err)
 			return false, true
 		}
 		if n == 0 {
@@ -212,8 +130,29 @@ func (c *conn) execBuffered() (ok, protoErr bool) {
 	return true, false
 }
 
-// makeRoom moves a partial request to the front of the buffer, or grows the
-// buffer when the request fills all of it; an empty oversized buffer shrinks.
+// protocolError counts a malformed request and answers it; the connection
+// closes after the reply.
+func (c *conn) protocolError(err error) {
+	c.s.m.protoErrs.Inc()
+	c.s.log.Debug("closing connection on a protocol error", "remote", c.nc.RemoteAddr(), "error", err)
+	c.wbuf = resp.AppendError(c.wbuf, "ERR "+err.Error())
+}
+
+// prepareRead makes room in rbuf for the next read: it moves a partial
+// request to the front of the buffer, or grows the buffer when the request
+// fills all of it; an empty oversized buffer shrinks. A request just
+// started gets its deadline. False: the request cannot fit (answered).
+func (c *conn) prepareRead() bool {
+	if !c.makeRoom() {
+		return false
+	}
+	if c.r < c.w && !c.partial {
+		c.partial = true
+		c.reqDeadline = c.now().Add(c.s.cfg.ReadTimeout)
+	}
+	return true
+}
+
 func (c *conn) makeRoom() bool {
 	if c.r == c.w {
 		c.r, c.w = 0, 0
@@ -234,8 +173,7 @@ func (c *conn) makeRoom() bool {
 	if len(c.rbuf) >= MaxFrame {
 		// The parser refuses any request larger than MaxFrame before it
 		// fills the buffer; this is a second line.
-		c.s.m.protoErrs.Inc()
-		c.wbuf = appendError(c.wbuf, "ERR "+errBigFrame.Error())
+		c.protocolError(errBigFrame)
 		c.flush()
 		return false
 	}
@@ -245,34 +183,48 @@ func (c *conn) makeRoom() bool {
 	return true
 }
 
-// setReadDeadline arms the deadline of the next read: ReadTimeout from the
-// start of a half-received request, else IdleTimeout. The idle deadline is
-// pushed forward only once it has moved by a sixteenth of the timeout, not on
-// every request (a timer update costs more than a request); the clock it uses
-// is the time of the last read.
-func (c *conn) setReadDeadline() bool {
-	var d time.Time
-	idle := c.s.cfg.IdleTimeout
-	switch {
-	case c.r < c.w:
-		if c.partial {
-			return true // the request's deadline stands
-		}
-		c.partial = true
-		d = c.now().Add(c.s.cfg.ReadTimeout)
-	case idle > 0:
-		now := c.now()
-		if left := c.rdeadline.Sub(now); left <= idle && left > idle-idle/16 {
-			return true
-		}
-		d = now.Add(idle)
-	default:
-		if c.rdeadline.IsZero() {
-			return true
-		}
+// timeoutKind is which timeout closed a connection, a metric label.
+type timeoutKind uint8
+
+const (
+	timeoutIdle  timeoutKind = iota // IdleTimeout between requests
+	timeoutRead                     // ReadTimeout within a request
+	timeoutWrite                    // WriteTimeout on a write of replies
+)
+
+func (k timeoutKind) String() string {
+	switch k {
+	case timeoutRead:
+		return "read"
+	case timeoutWrite:
+		return "write"
 	}
-	c.rdeadline = d
-	return c.nc.SetReadDeadline(d) == nil
+	return "idle"
+}
+
+// readDeadline is when the next read must have come, and which timeout
+// passes then: ReadTimeout after the read that started a half-received
+// request, else IdleTimeout after the last read; zero: never.
+func (c *conn) readDeadline() (time.Time, timeoutKind) {
+	if c.partial {
+		return c.reqDeadline, timeoutRead
+	}
+	if idle := c.s.cfg.IdleTimeout; idle > 0 {
+		return c.now().Add(idle), timeoutIdle
+	}
+	return time.Time{}, timeoutIdle
+}
+
+// timedOut counts a timeout that closes the connection; a half-received
+// request is answered (the transport then writes the reply if it can).
+func (c *conn) timedOut(k timeoutKind) {
+	c.s.m.timeouts[k].Inc()
+	if k != timeoutRead {
+		return
+	}
+	c.s.log.Debug("closing connection with a half-written request", "remote", c.nc.RemoteAddr(),
+		"timeout", c.s.cfg.ReadTimeout)
+	c.wbuf = resp.AppendError(c.wbuf, "ERR Protocol error: request not completed within "+c.s.cfg.ReadTimeout.String())
 }
 
 // now is the time of the last read: close enough for deadlines, and free.
@@ -281,21 +233,6 @@ func (c *conn) now() time.Time {
 		return time.Now()
 	}
 	return c.mark
-}
-
-func (c *conn) readError(err error) {
-	if !errors.Is(err, os.ErrDeadlineExceeded) || c.s.draining.Load() {
-		return
-	}
-	if c.r < c.w {
-		c.s.m.timeouts.WithLabelValues("read").Inc()
-		c.s.log.Debug("closing connection with a half-written request", "remote", c.nc.RemoteAddr(),
-			"timeout", c.s.cfg.ReadTimeout)
-		c.wbuf = appendError(c.wbuf, "ERR Protocol error: request not completed within "+c.s.cfg.ReadTimeout.String())
-		c.flush()
-		return
-	}
-	c.s.m.timeouts.WithLabelValues("idle").Inc()
 }
 
 // emptyWbuf empties the write buffer once its replies are written, dropping
@@ -308,34 +245,6 @@ func (c *conn) emptyWbuf() {
 	}
 }
 
-// flush writes the buffered replies. It reports false when the connection
-// is broken or the client stopped reading for WriteTimeout.
-func (c *conn) flush() bool {
-	if c.ev.l != nil {
-		return c.evFlush() // non-blocking, under the epoll loop
-	}
-	if len(c.wbuf) == 0 {
-		return true
-	}
-	now := time.Now()
-	c.observe(now)
-	if c.wdeadline.Sub(now) < c.s.cfg.WriteTimeout/2 {
-		c.wdeadline = now.Add(c.s.cfg.WriteTimeout)
-		if err := c.nc.SetWriteDeadline(c.wdeadline); err != nil {
-			return false
-		}
-	}
-	err := c.write()
-	c.emptyWbuf()
-	if err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			c.s.m.timeouts.WithLabelValues("write").Inc()
-		}
-		return false
-	}
-	return true
-}
-
 // observe records the latency of the requests whose replies are about to be
 // written: the time since the read that brought them. Requests of one
 // pipeline share it, as they share the write that answers them.
@@ -344,25 +253,6 @@ func (c *conn) observe(now time.Time) {
 	for k := range c.pending {
 		for ; c.pending[k] > 0; c.pending[k]-- {
 			c.s.m.latency[k].Observe(d)
-		}
-	}
-}
-
-// linger half-closes the connection and reads what the client still sends
-// for a moment, so that the error just written reaches it: closing with
-// unread input makes the kernel send a reset, and the client may lose the
-// reply.
-func (c *conn) linger() {
-	tc, ok := c.nc.(*net.TCPConn)
-	if !ok || tc.CloseWrite() != nil {
-		return
-	}
-	_ = c.nc.SetReadDeadline(time.Now().Add(lingerTime))
-	for total := 0; total < lingerBytes; {
-		n, err := c.nc.Read(c.rbuf)
-		total += n
-		if err != nil {
-			return
 		}
 	}
 }

@@ -7,10 +7,16 @@
 // snowflaked); while no lease is held, or the lease is not ready, every ID
 // command answers -NOLEASE or -CLOCKBACK and /readyz is 503.
 //
-// The server is one goroutine per connection with small buffers of its own:
-// a hand-written parser works in place on the read buffer (no copy, no
-// allocation per request, hard limits on every length before anything is
-// allocated), replies are appended to a write buffer that is flushed only
-// when the read buffer holds no further complete request, so a pipeline of
-// N requests costs one read and one write.
+// Each connection is a protocol state machine (conn.go) with small buffers
+// of its own: a hand-written parser works in place on the read buffer (no
+// copy, no allocation per request, hard limits on every length before
+// anything is allocated), and replies are appended to a write buffer that
+// is flushed only when the read buffer holds no further complete request,
+// so a pipeline of N requests costs one read and one write. Commands are
+// rows of one table (commands.go); the RESP encoding is package resp.
+//
+// Two transports drive the state machine: on Linux, GOMAXPROCS epoll loops,
+// each serving its share of the connections from one goroutine
+// (loop_linux.go, evconn_linux.go); elsewhere, or with Config.NoEventLoop,
+// each connection has a goroutine of its own (serve.go).
 package worker

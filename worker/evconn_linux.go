@@ -3,117 +3,120 @@ package worker
 import (
 	"syscall"
 	"time"
-	"unsafe"
 )
+
+// evConn is a connection's transport under the epoll loop: what the loop
+// keeps per connection besides the protocol state. The loop is one
+// goroutine, so none of it is locked.
+type evConn struct {
+	c  *conn
+	l  *loop
+	fd int // the socket, non-blocking; -1 once closed
+
+	// out is how much of wbuf was written before the socket filled; while
+	// conn.stalled the loop waits for EPOLLOUT instead of EPOLLIN, so a
+	// client that does not read its replies is not read from either. The
+	// rest must be written by wdeadline.
+	out       int
+	wdeadline time.Time
+	// closing: close once wbuf is written (QUIT, an error reply, a drain);
+	// lingerNext: linger (see goConn.linger) instead of closing.
+	closing    bool
+	lingerNext bool
+	// lingering: the write side is shut; input is read and dropped until
+	// EOF, lingerBytes or lingerUntil.
+	lingering   bool
+	lingered    int
+	lingerUntil time.Time
+}
 
 // onReadable is the loop's handler for a readable socket: one read, then
 // the requests it completed. False: finish the connection.
-func (c *conn) onReadable() bool {
-	if c.ev.lingering {
-		n, errno := c.rawRead(c.rbuf)
-		c.ev.lingered += n
-		return errno == syscall.EAGAIN || n > 0 && c.ev.lingered < lingerBytes
+func (e *evConn) onReadable() bool {
+	c := e.c
+	if e.lingering {
+		n, errno := readInto(e.fd, c.rbuf)
+		e.lingered += n
+		return errno == syscall.EAGAIN || n > 0 && e.lingered < lingerBytes
 	}
-	n, errno := c.rawRead(c.rbuf[c.w:])
+	n, errno := readInto(e.fd, c.rbuf[c.w:])
 	switch {
 	case errno == syscall.EAGAIN:
 		return true
 	case n == 0:
 		return false // EOF or a broken connection
 	}
-	c.w += n
-	c.mark = c.ev.l.now
-	c.ready = false
-	return c.evStep()
+	c.received(n, e.l.now)
+	return e.step()
 }
 
 // onWritable continues a write the socket was too full for, then the
 // requests that waited behind it.
-func (c *conn) onWritable() bool {
-	if !c.evFlush() {
+func (e *evConn) onWritable() bool {
+	if !e.flush() {
 		return false
 	}
-	if c.ev.blocked {
+	if e.c.stalled {
 		return true
 	}
-	if c.ev.closing {
+	if e.closing {
 		return false
 	}
-	return c.evStep()
+	return e.step()
 }
 
-func (c *conn) rawRead(p []byte) (int, syscall.Errno) {
-	for {
-		n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(c.ev.fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-		if errno != syscall.EINTR {
-			if errno != 0 {
-				n = 0
-			}
-			return int(n), errno
-		}
-	}
-}
-
-// evStep is serve's inner loop under the epoll loop: execute every complete
-// request in rbuf, unless the socket is full, and make room for the next
-// read. False: finish the connection once its replies are written.
-func (c *conn) evStep() bool {
+// step is goConn.serve's inner loop under the epoll loop: execute every
+// complete request in rbuf, unless the socket is full, and make room for
+// the next read; ReadTimeout and IdleTimeout are the loop's sweep's.
+// False: finish the connection once its replies are written.
+func (e *evConn) step() bool {
+	c := e.c
 	ok, protoErr := c.execBuffered()
 	if protoErr {
-		c.ev.lingerNext = c.flush()
+		e.lingerNext = e.flush()
 		c.r = c.w
 		return false
 	}
-	if !ok {
+	if !ok || !e.flush() {
 		return false
 	}
-	if !c.flush() {
-		return false
-	}
-	if c.ev.blocked {
+	if c.stalled {
 		return true
 	}
-	if c.s.draining.Load() || !c.makeRoom() {
-		return false
-	}
-	if c.r < c.w && !c.partial {
-		// A request has started: ReadTimeout runs from now (sweep).
-		c.partial = true
-		c.rdeadline = c.mark.Add(c.s.cfg.ReadTimeout)
-	}
-	return true
+	return !c.s.draining.Load() && c.prepareRead()
 }
 
-// evFlush writes wbuf without blocking; when the socket is full it leaves
+// flush writes wbuf without blocking; when the socket is full it leaves
 // the rest to EPOLLOUT, under WriteTimeout (sweep). False: broken.
-func (c *conn) evFlush() bool {
-	if c.ev.fd < 0 {
+func (e *evConn) flush() bool {
+	c := e.c
+	if e.fd < 0 {
 		return false
 	}
 	if len(c.wbuf) == 0 {
 		return true
 	}
-	if !c.ev.blocked {
+	if !c.stalled {
 		c.observe(time.Now())
 	}
-	switch writeFrom(uintptr(c.ev.fd), c.wbuf, &c.ev.out) {
+	switch writeFrom(uintptr(e.fd), c.wbuf, &e.out) {
 	case 0:
 	case syscall.EAGAIN:
-		if !c.ev.blocked {
-			c.ev.blocked = true
-			c.wdeadline = time.Now().Add(c.s.cfg.WriteTimeout)
-			return c.ev.l.ctl(syscall.EPOLL_CTL_MOD, c.ev.fd, syscall.EPOLLOUT) == nil
+		if !c.stalled {
+			c.stalled = true
+			e.wdeadline = time.Now().Add(c.s.cfg.WriteTimeout)
+			return e.l.ctl(syscall.EPOLL_CTL_MOD, e.fd, syscall.EPOLLOUT) == nil
 		}
 		return true
 	default:
-		c.ev.blocked = false // broken: finish closes at once
+		c.stalled = false // broken: finish closes at once
 		return false
 	}
-	c.ev.out = 0
+	e.out = 0
 	c.emptyWbuf()
-	if c.ev.blocked {
-		c.ev.blocked = false
-		return c.ev.l.ctl(syscall.EPOLL_CTL_MOD, c.ev.fd, syscall.EPOLLIN) == nil
+	if c.stalled {
+		c.stalled = false
+		return e.l.ctl(syscall.EPOLL_CTL_MOD, e.fd, syscall.EPOLLIN) == nil
 	}
 	return true
 }

@@ -4,84 +4,30 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 // exec runs one request and appends its reply. It returns false when the
 // connection must close after the reply (QUIT).
 func (c *conn) exec(args [][]byte) bool {
-	k := lookup(args[0])
-	res := resOK
-	keep := true
+	k := c.s.cmds.lookup(args[0])
+	cmd := &c.s.cmds[k]
+	var res result
 	switch {
 	case k == cmdUnknown:
-		c.wbuf = appendQuotedError(c.wbuf, "ERR unknown command ", args[0])
+		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR unknown command ", args[0])
 		res = resError
-	case !k.arityOK(len(args)):
-		c.wrongArgs(k.String())
+	case !cmd.arityOK(len(args)):
+		c.wrongArgs(cmd.name)
 		res = resError
 	default:
-		res, keep = c.run(k, args)
+		res = cmd.run(c, args)
 	}
 	c.s.m.requests[k][res].Inc()
 	// Its latency is observed when its reply is written (flush): reading
 	// the clock per request costs more than the request on a VM.
 	c.pending[k]++
-	return keep
-}
-
-func (c *conn) run(k cmdKind, args [][]byte) (result, bool) {
-	switch k {
-	case cmdNextID:
-		return c.nextIDs(1, false), true
-	case cmdNextIDs:
-		n, ok := parseInt(args[1])
-		if !ok || n < 1 || n > snowflake.MaxBatch {
-			c.wbuf = appendQuotedError(c.wbuf, "ERR count must be an integer in 1..4096, got ", args[1])
-			return resError, true
-		}
-		return c.nextIDs(int(n), true), true
-	case cmdPing:
-		return c.ping(args), true
-	case cmdEcho:
-		c.wbuf = appendBulk(c.wbuf, args[1])
-		return resOK, true
-	case cmdDecode:
-		return c.decode(args[1]), true
-	case cmdInfo:
-		return c.info(args[1:]), true
-	case cmdQuit:
-		c.wbuf = appendSimple(c.wbuf, "OK")
-		return resOK, false
-	case cmdHello:
-		return c.hello(args[1:]), true
-	case cmdCommand:
-		return c.command(args[1:]), true
-	case cmdClient:
-		return c.client(args[1:]), true
-	case cmdSelect:
-		if n, ok := parseInt(args[1]); !ok || n != 0 {
-			c.wbuf = appendError(c.wbuf, "ERR DB index is out of range (this server has only database 0)")
-			return resError, true
-		}
-		c.wbuf = appendSimple(c.wbuf, "OK")
-		return resOK, true
-	case cmdConfig:
-		return c.config(args[1:]), true
-	case cmdAuth:
-		// As Redis with its default, password-less user: AUTH user pass is
-		// accepted, AUTH pass is a configuration mistake worth reporting.
-		if len(args) == 3 {
-			c.wbuf = appendSimple(c.wbuf, "OK")
-			return resOK, true
-		}
-		if len(args) != 2 {
-			c.wrongArgs("auth")
-			return resError, true
-		}
-		c.wbuf = appendError(c.wbuf, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-		return resError, true
-	}
-	return resError, true
+	return !cmd.quit
 }
 
 func (c *conn) wrongArgs(name string) {
@@ -90,9 +36,20 @@ func (c *conn) wrongArgs(name string) {
 	c.wbuf = append(c.wbuf, "' command\r\n"...)
 }
 
-// nextIDs is the hot path: one Ready check, one CAS in the generator, and
+func (c *conn) nextID([][]byte) result { return c.issue(1, false) }
+
+func (c *conn) nextIDs(args [][]byte) result {
+	n, ok := resp.ParseInt(args[1])
+	if !ok || n < 1 || n > snowflake.MaxBatch {
+		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR count must be an integer in 1..4096, got ", args[1])
+		return resError
+	}
+	return c.issue(int(n), true)
+}
+
+// issue is the hot path: one Ready check, one CAS in the generator, and
 // the integers appended straight into the write buffer.
-func (c *conn) nextIDs(n int, array bool) result {
+func (c *conn) issue(n int, array bool) result {
 	l := c.s.lease
 	g := l.Generator()
 	// Ready is checked once per read, not per request: the generator itself
@@ -100,8 +57,10 @@ func (c *conn) nextIDs(n int, array bool) result {
 	// what only Ready knows (the skew) changes on the scale of renewals.
 	if !c.ready || g == nil {
 		if !l.Ready() || g == nil {
-			if r := c.notReady(); r != resRetry {
-				return r
+			// The verdict, again, with what explains it; it may have
+			// turned (a renewal landed) since Ready.
+			if r := l.Readiness(); !r.Ready() {
+				return c.refuse(r)
 			}
 			if g = l.Generator(); g == nil {
 				return c.leaseReply(resNoLease, "this worker holds no lease; try another worker")
@@ -115,20 +74,20 @@ func (c *conn) nextIDs(n int, array bool) result {
 	}
 	c.s.m.ids.Add(float64(n))
 	if !array {
-		c.wbuf = appendInt(c.wbuf, first)
+		c.wbuf = resp.AppendInt(c.wbuf, first)
 		return resOK
 	}
-	c.wbuf = appendArrayHeader(c.wbuf, n) // appendIntRun grows wbuf once for the run
-	c.wbuf = appendIntRun(c.wbuf, first, n)
+	c.wbuf = resp.AppendArrayHeader(c.wbuf, n) // AppendIntRun grows wbuf once for the run
+	c.wbuf = resp.AppendIntRun(c.wbuf, first, n)
 	return resOK
 }
 
 func (c *conn) ping(args [][]byte) result {
 	switch len(args) {
 	case 1:
-		c.wbuf = appendSimple(c.wbuf, "PONG")
+		c.wbuf = resp.AppendSimple(c.wbuf, "PONG")
 	case 2:
-		c.wbuf = appendBulk(c.wbuf, args[1])
+		c.wbuf = resp.AppendBulk(c.wbuf, args[1])
 	default:
 		c.wrongArgs("ping")
 		return resError
@@ -138,23 +97,29 @@ func (c *conn) ping(args [][]byte) result {
 
 // decode answers a flat field/value array, like HGETALL, so that
 // redis-cli shows it as pairs and clients read it as a map.
-func (c *conn) decode(arg []byte) result {
-	id, ok := parseInt(arg)
+func (c *conn) decode(args [][]byte) result {
+	arg := args[1]
+	id, ok := resp.ParseInt(arg)
 	if !ok || id < 0 {
-		c.wbuf = appendQuotedError(c.wbuf, "ERR id must be a non-negative 64-bit integer, got ", arg)
+		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR id must be a non-negative 64-bit integer, got ", arg)
 		return resError
 	}
 	f, _ := snowflake.Decode(id) // every non-negative int64 is an ID
-	c.wbuf = appendArrayHeader(c.wbuf, 10)
-	c.wbuf = appendBulkString(c.wbuf, "unix_ms")
-	c.wbuf = appendInt(c.wbuf, f.UnixMs)
-	c.wbuf = appendBulkString(c.wbuf, "time")
-	c.wbuf = appendBulk(c.wbuf, f.Time().AppendFormat(c.scratch[:0], time.RFC3339Nano))
-	c.wbuf = appendBulkString(c.wbuf, "datacenter")
-	c.wbuf = appendInt(c.wbuf, int64(f.Datacenter))
-	c.wbuf = appendBulkString(c.wbuf, "machine")
-	c.wbuf = appendInt(c.wbuf, int64(f.Machine))
-	c.wbuf = appendBulkString(c.wbuf, "sequence")
-	c.wbuf = appendInt(c.wbuf, int64(f.Sequence))
+	c.wbuf = resp.AppendArrayHeader(c.wbuf, 10)
+	c.wbuf = resp.AppendBulkString(c.wbuf, "unix_ms")
+	c.wbuf = resp.AppendInt(c.wbuf, f.UnixMs)
+	c.wbuf = resp.AppendBulkString(c.wbuf, "time")
+	c.wbuf = resp.AppendBulk(c.wbuf, f.Time().AppendFormat(c.scratch[:0], time.RFC3339Nano))
+	c.wbuf = resp.AppendBulkString(c.wbuf, "datacenter")
+	c.wbuf = resp.AppendInt(c.wbuf, int64(f.Datacenter))
+	c.wbuf = resp.AppendBulkString(c.wbuf, "machine")
+	c.wbuf = resp.AppendInt(c.wbuf, int64(f.Machine))
+	c.wbuf = resp.AppendBulkString(c.wbuf, "sequence")
+	c.wbuf = resp.AppendInt(c.wbuf, int64(f.Sequence))
+	return resOK
+}
+
+func (c *conn) quit([][]byte) result {
+	c.wbuf = resp.AppendSimple(c.wbuf, "OK")
 	return resOK
 }

@@ -3,10 +3,10 @@ package worker
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 // Lease is where the server takes IDs from: a *coordinator.Coordinator.
@@ -14,44 +14,31 @@ type Lease interface {
 	// Generator is the current lease's generator, nil while none is held;
 	// it is loaded per request, since every claim makes a new one.
 	Generator() *snowflake.Generator
-	// Ready reports whether IDs may be issued now.
+	// Ready is Readiness().Ready(), cheap enough to check on every read.
 	Ready() bool
+	// Readiness is the verdict on whether IDs may be issued now, and why
+	// not: the refusals below, /readyz and INFO format it.
+	Readiness() coordinator.Readiness
 	// Status is a snapshot for INFO and /status.
 	Status() coordinator.Status
 }
 
-// resRetry from notReady: the lease became ready meanwhile; issue the IDs.
-const resRetry = numResults
-
-// notReady explains, as -NOLEASE or -CLOCKBACK, why the lease may not issue
-// IDs now, or returns resRetry when it may again (a renewal landed since the
-// Ready check). It is off the hot path.
-func (c *conn) notReady() result {
-	l := c.s.lease
-	g := l.Generator()
-	if g == nil || g.Sealed() {
-		st := l.Status()
-		return c.leaseReply(resNoLease, fmt.Sprintf("this worker holds no lease (state %s); try another worker", st.State))
+// refuse answers, as -NOLEASE or -CLOCKBACK, why the lease may not issue
+// IDs now. It is off the hot path.
+func (c *conn) refuse(r coordinator.Readiness) result {
+	switch r.Reason {
+	case coordinator.ReasonCeiling:
+		return c.leaseReply(resNoLease, ceilingPassed(r.NowMs-r.CeilingMs))
+	case coordinator.ReasonClockBack:
+		return c.leaseReply(resClockBack, clockBehind(r.LastIssuedMs-r.NowMs))
+	case coordinator.ReasonSkew:
+		if r.State == coordinator.StateServing || r.State == coordinator.StateDisconnected {
+			return c.leaseReply(resNoLease, fmt.Sprintf(
+				"this worker's lease %s is not ready: its clock is %dms off ZooKeeper's (state %s); try another worker", r.Slot, r.SkewMs, r.State))
+		}
+		return c.leaseReply(resNoLease, fmt.Sprintf("this worker's lease is not ready (state %s); try another worker", r.State))
 	}
-	now := c.s.clock.UnixNano() / int64(time.Millisecond)
-	if ceil := g.Ceiling(); now >= ceil {
-		return c.leaseReply(resNoLease, ceilingPassed(now-ceil))
-	}
-	if last := g.LastMs(); now < last {
-		return c.leaseReply(resClockBack, clockBehind(last-now))
-	}
-	if l.Ready() {
-		return resRetry
-	}
-	st := l.Status()
-	// Not ready with the ceiling ahead and the clock not behind: the skew
-	// against ZooKeeper is out of bound, unless the ceiling was crossed
-	// between the checks above and Ready's (then the skew reads 0).
-	if (st.State == coordinator.StateServing || st.State == coordinator.StateDisconnected) && st.SkewMs != 0 {
-		return c.leaseReply(resNoLease, fmt.Sprintf(
-			"this worker's lease %s is not ready: its clock is %dms off ZooKeeper's (state %s); try another worker", st.Slot, st.SkewMs, st.State))
-	}
-	return c.leaseReply(resNoLease, fmt.Sprintf("this worker's lease is not ready (state %s); try another worker", st.State))
+	return c.leaseReply(resNoLease, fmt.Sprintf("this worker holds no lease (state %s); try another worker", r.State))
 }
 
 // idError maps a generator error to its reply.
@@ -70,9 +57,7 @@ func (c *conn) idError(err error) result {
 	case errors.Is(err, snowflake.ErrNoLease):
 		return c.leaseReply(resNoLease, err.Error()+"; try another worker")
 	}
-	c.wbuf = append(c.wbuf, "-ERR "...)
-	c.wbuf = appendClean(c.wbuf, err.Error())
-	c.wbuf = append(c.wbuf, '\r', '\n')
+	c.wbuf = resp.AppendCodeError(c.wbuf, resp.CodeErr, err.Error())
 	return resError
 }
 
@@ -87,12 +72,10 @@ func clockBehind(ms int64) string {
 }
 
 func (c *conn) leaseReply(r result, msg string) result {
-	code := "-NOLEASE "
+	code := resp.CodeNoLease
 	if r == resClockBack {
-		code = "-CLOCKBACK "
+		code = resp.CodeClockBack
 	}
-	c.wbuf = append(c.wbuf, code...)
-	c.wbuf = appendClean(c.wbuf, msg)
-	c.wbuf = append(c.wbuf, '\r', '\n')
+	c.wbuf = resp.AppendCodeError(c.wbuf, code, msg)
 	return r
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -29,12 +30,16 @@ type loop struct {
 	rc     syscall.RawConn
 	pollFn func(uintptr) bool
 
-	wakeR, wakeW int     // a pipe: the accept goroutine and Shutdown wake the loop
-	incoming     []*conn // handed over by adopt, under s.mu
-	killed       atomic.Bool
+	wakeR, wakeW int // a pipe: the accept goroutine and Shutdown wake the loop
 
-	conns  []*conn // by fd
-	n      int     // connections in conns
+	// mu guards incoming, and orders kill against adopt: a connection is
+	// either refused by a killed loop or seen by it.
+	mu       sync.Mutex
+	incoming []*evConn // handed over by adopt
+	killed   atomic.Bool
+
+	conns  []*evConn // by fd
+	n      int       // connections in conns
 	events [128]syscall.EpollEvent
 	// now is read once per round of events: the time of every read in it
 	// (conn.mark) and of the sweep check, one clock read, not one a socket.
@@ -92,10 +97,15 @@ func (l *loop) ctl(op, fd int, events uint32) error {
 
 // adopt takes over nc: the loop serves a duplicate of its socket, and nc is
 // closed (which removes it from the netpoller; its addresses still answer).
-// Called by the accept goroutine with s.mu held; false leaves nc as it was.
+// False leaves nc as it was.
 func (l *loop) adopt(c *conn, nc net.Conn) bool {
 	tc, ok := nc.(*net.TCPConn)
-	if !ok || l.killed.Load() {
+	if !ok {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.killed.Load() {
 		return false // a killed loop takes no more (see run)
 	}
 	rc, err := tc.SyscallConn()
@@ -112,9 +122,10 @@ func (l *loop) adopt(c *conn, nc net.Conn) bool {
 		return false
 	}
 	nc.Close()
-	c.ev.fd, c.ev.l, c.rc = fd, l, nil
+	e := &evConn{c: c, l: l, fd: fd}
+	c.t = e
 	c.mark = time.Now()
-	l.incoming = append(l.incoming, c)
+	l.incoming = append(l.incoming, e)
 	l.wake()
 	return true
 }
@@ -127,7 +138,9 @@ func (l *loop) wake() {
 
 // kill makes the loop close every connection, written or not, and stop.
 func (l *loop) kill() {
+	l.mu.Lock()
 	l.killed.Store(true)
+	l.mu.Unlock()
 	l.wake()
 }
 
@@ -176,18 +189,18 @@ func (l *loop) poll(fd uintptr) bool {
 			l.woken()
 			continue
 		}
-		c := l.conns[ev.Fd]
-		if c == nil {
+		e := l.conns[ev.Fd]
+		if e == nil {
 			continue
 		}
 		var ok bool
-		if c.ev.blocked {
-			ok = c.onWritable()
+		if e.c.stalled {
+			ok = e.onWritable()
 		} else {
-			ok = c.onReadable()
+			ok = e.onReadable()
 		}
 		if !ok {
-			l.finish(c)
+			l.finish(e)
 		}
 	}
 	return true
@@ -203,84 +216,84 @@ func (l *loop) woken() {
 			break
 		}
 	}
-	l.s.mu.Lock()
+	l.mu.Lock()
 	in := l.incoming
 	l.incoming = nil
-	l.s.mu.Unlock()
-	for _, c := range in {
-		if err := l.ctl(syscall.EPOLL_CTL_ADD, c.ev.fd, syscall.EPOLLIN); err != nil {
+	l.mu.Unlock()
+	for _, e := range in {
+		if err := l.ctl(syscall.EPOLL_CTL_ADD, e.fd, syscall.EPOLLIN); err != nil {
 			l.s.log.Warn("cannot watch connection", "error", err)
-			l.close(c)
+			l.close(e)
 			continue
 		}
-		for c.ev.fd >= len(l.conns) {
-			l.conns = append(l.conns, make([]*conn, len(l.conns)+64)...)
+		for e.fd >= len(l.conns) {
+			l.conns = append(l.conns, make([]*evConn, len(l.conns)+64)...)
 		}
-		l.conns[c.ev.fd] = c
+		l.conns[e.fd] = e
 		l.n++
 	}
 	killed, draining := l.killed.Load(), l.s.draining.Load()
 	if !killed && !draining {
 		return // an accept: no need to walk every connection
 	}
-	for _, c := range l.conns {
-		if c != nil && (killed || !c.ev.blocked && !c.ev.lingering) {
-			l.close(c)
+	for _, e := range l.conns {
+		if e != nil && (killed || !e.c.stalled && !e.lingering) {
+			l.close(e)
 		}
 	}
 }
 
 // finish ends a connection once its replies are out: at once, after a
 // pending write, or after lingering.
-func (l *loop) finish(c *conn) {
-	if c.ev.blocked && !l.killed.Load() {
-		c.ev.closing = true
+func (l *loop) finish(e *evConn) {
+	if e.c.stalled && !l.killed.Load() {
+		e.closing = true
 		return
 	}
-	if c.ev.lingerNext && !c.ev.lingering && syscall.Shutdown(c.ev.fd, syscall.SHUT_WR) == nil {
-		c.ev.lingering, c.ev.lingerUntil = true, time.Now().Add(lingerTime)
+	if e.lingerNext && !e.lingering && syscall.Shutdown(e.fd, syscall.SHUT_WR) == nil {
+		e.lingering, e.lingerUntil = true, time.Now().Add(lingerTime)
 		return
 	}
-	l.close(c)
+	l.close(e)
 }
 
-func (l *loop) close(c *conn) {
-	fd := c.ev.fd
-	if fd < len(l.conns) && l.conns[fd] == c {
+func (l *loop) close(e *evConn) {
+	fd := e.fd
+	if fd < len(l.conns) && l.conns[fd] == e {
 		l.conns[fd] = nil
 		l.n--
 	}
 	syscall.Close(fd) // also leaves the epoll set
-	c.ev.fd = -1      // c.ev.l stays: flush must not fall back to nc
-	l.s.release(c)
+	e.fd = -1         // a later flush fails instead of writing to a reused fd
+	l.s.release(e.c)
 }
 
 // sweep applies the idle, read, write and linger timeouts.
 func (l *loop) sweep() {
 	now := time.Now()
-	idle, draining := l.s.cfg.IdleTimeout, l.s.draining.Load()
-	for _, c := range l.conns {
+	draining := l.s.draining.Load()
+	for _, e := range l.conns {
 		switch {
-		case c == nil:
-		case c.ev.lingering:
-			if now.After(c.ev.lingerUntil) {
-				l.close(c)
+		case e == nil:
+		case e.lingering:
+			if now.After(e.lingerUntil) {
+				l.close(e)
 			}
-		case c.ev.blocked:
-			if now.After(c.wdeadline) {
-				l.s.m.timeouts.WithLabelValues("write").Inc()
-				l.close(c)
+		case e.c.stalled:
+			if now.After(e.wdeadline) {
+				e.c.timedOut(timeoutWrite)
+				l.close(e)
 			}
-		case c.r < c.w:
-			if c.partial && now.After(c.rdeadline) {
-				if !draining {
-					c.readError(os.ErrDeadlineExceeded) // replies and counts
-				}
-				l.close(c)
+		default:
+			d, kind := e.c.readDeadline()
+			if d.IsZero() || !now.After(d) {
+				continue
 			}
-		case idle > 0 && now.Sub(c.mark) > idle:
-			l.s.m.timeouts.WithLabelValues("idle").Inc()
-			l.close(c)
+			if kind == timeoutIdle || !draining {
+				e.c.timedOut(kind)
+				e.flush() // the read timeout's reply, if the socket takes it
+			}
+			l.close(e)
 		}
 	}
 }
@@ -289,7 +302,7 @@ func (l *loop) done() bool {
 	if !l.killed.Load() && !l.s.draining.Load() {
 		return false
 	}
-	l.s.mu.Lock()
-	defer l.s.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.n == 0 && len(l.incoming) == 0
 }

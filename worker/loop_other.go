@@ -13,4 +13,3 @@ func (l *loop) adopt(*conn, net.Conn) bool { return false }
 func (l *loop) run()                       {}
 func (l *loop) wake()                      {}
 func (l *loop) kill()                      {}
-func (c *conn) evFlush() bool              { return true }

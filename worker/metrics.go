@@ -10,18 +10,18 @@ import (
 // touches no label maps.
 type metrics struct {
 	ids        prometheus.Counter
-	requests   [numCmds][numResults]prometheus.Counter
-	latency    [numCmds]prometheus.Observer
+	requests   [][numResults]prometheus.Counter // by cmdKind, then result
+	latency    []prometheus.Observer            // by cmdKind
 	conns      prometheus.Gauge
 	connsTotal prometheus.Counter
 	rejected   prometheus.Counter
 	protoErrs  prometheus.Counter
-	timeouts   *prometheus.CounterVec
+	timeouts   [timeoutWrite + 1]prometheus.Counter // by timeoutKind
 }
 
-// newMetrics makes the server's metrics and registers them with reg (nil:
-// none), failing rather than panicking if reg already has them.
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics makes the server's metrics, per command of cmds, and registers
+// them with reg (nil: none), failing rather than panicking if reg already has them.
+func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) {
 	ids := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "snowflake_worker_ids_issued_total",
 		Help: "IDs handed to clients (NEXTID counts 1, NEXTIDS n counts n).",
@@ -53,23 +53,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "snowflake_worker_protocol_errors_total",
 			Help: "Connections closed for a malformed request.",
 		}),
-		timeouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "snowflake_worker_connection_timeouts_total",
-			Help: "Connections closed by a timeout, by kind (idle, read, write).",
-		}, []string{"kind"}),
 	}
-	for k := cmdKind(0); k < numCmds; k++ {
-		m.latency[k] = latency.WithLabelValues(k.String())
+	timeouts := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "snowflake_worker_connection_timeouts_total",
+		Help: "Connections closed by a timeout, by kind (idle, read, write).",
+	}, []string{"kind"})
+	m.requests = make([][numResults]prometheus.Counter, len(cmds))
+	m.latency = make([]prometheus.Observer, len(cmds))
+	for k, cmd := range cmds {
+		m.latency[k] = latency.WithLabelValues(cmd.name)
 		for r := result(0); r < numResults; r++ {
-			m.requests[k][r] = requests.WithLabelValues(k.String(), r.String())
+			m.requests[k][r] = requests.WithLabelValues(cmd.name, r.String())
 		}
 	}
-	for _, kind := range []string{"idle", "read", "write"} {
-		m.timeouts.WithLabelValues(kind)
+	for k := range m.timeouts {
+		m.timeouts[k] = timeouts.WithLabelValues(timeoutKind(k).String())
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{ids, requests, latency, m.conns, m.connsTotal,
-			m.rejected, m.protoErrs, m.timeouts} {
+			m.rejected, m.protoErrs, timeouts} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

@@ -3,6 +3,8 @@ package worker
 import (
 	"bytes"
 	"errors"
+
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 // Protocol limits. They are checked on the length headers before anything is
@@ -185,7 +187,7 @@ func parseHeader(b []byte, kind byte, tooBig, bad protoError) (v int64, end int,
 	if i < 2 || b[i-1] != '\r' || b[0] != kind {
 		return 0, 0, bad
 	}
-	v, ok := parseInt(b[1 : i-1])
+	v, ok := resp.ParseInt(b[1 : i-1])
 	if !ok {
 		return 0, 0, bad
 	}
@@ -261,33 +263,4 @@ func (p *parser) args(frame []byte, dst [][]byte) [][]byte {
 		dst = append(dst, frame[p.offs[i]:p.offs[i+1]:p.offs[i+1]])
 	}
 	return dst
-}
-
-// parseInt parses a decimal int64 strictly: an optional '-', then digits;
-// no '+', no spaces, no overflow.
-func parseInt(b []byte) (int64, bool) {
-	neg := false
-	if len(b) > 0 && b[0] == '-' {
-		neg, b = true, b[1:]
-	}
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	if neg {
-		if v > 1<<63 {
-			return 0, false
-		}
-		return -int64(v), true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 // parseAll splits buf into requests as a connection does, feeding the parser
@@ -138,6 +140,7 @@ func TestParseFrameFullMidHeader(t *testing.T) {
 func TestParseZeroAlloc(t *testing.T) {
 	buf := []byte("*2\r\n$7\r\nNEXTIDS\r\n$4\r\n4096\r\nNEXTID\r\n")
 	p := newParser()
+	cmds := newCommands()
 	var argv [][]byte = make([][]byte, 0, 4)
 	allocs := testing.AllocsPerRun(1000, func() {
 		off := 0
@@ -150,33 +153,12 @@ func TestParseZeroAlloc(t *testing.T) {
 			p.reset()
 			off += n
 		}
-		if lookup(argv[0]) != cmdNextID {
+		if cmds[cmds.lookup(argv[0])].name != "nextid" {
 			t.Fatal("lookup")
 		}
 	})
 	if allocs != 0 {
 		t.Fatalf("parse allocates %.1f times per run, want 0", allocs)
-	}
-}
-
-func TestAppendQuoted(t *testing.T) {
-	got := string(appendQuoted(nil, []byte("a\r\nb\\"+strings.Repeat("x", 100))))
-	if strings.ContainsAny(got, "\r\n") || !strings.HasPrefix(got, `a\x0d\x0ab\x5c`) || !strings.HasSuffix(got, "...") {
-		t.Fatalf("appendQuoted = %q", got)
-	}
-}
-
-func TestParseInt(t *testing.T) {
-	for in, want := range map[string]int64{"0": 0, "4096": 4096, "-1": -1,
-		"9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63} {
-		if v, ok := parseInt([]byte(in)); !ok || v != want {
-			t.Errorf("parseInt(%q) = %d, %v", in, v, ok)
-		}
-	}
-	for _, in := range []string{"", "-", "+1", " 1", "1 ", "1.0", "9223372036854775808", "99999999999999999999", "0x10"} {
-		if v, ok := parseInt([]byte(in)); ok {
-			t.Errorf("parseInt(%q) = %d, want failure", in, v)
-		}
 	}
 }
 
@@ -263,9 +245,9 @@ func FuzzParse(f *testing.F) {
 // appendCommand encodes args as a RESP array of bulk strings, as clients
 // send them.
 func appendCommand(dst []byte, args ...[]byte) []byte {
-	dst = appendArrayHeader(dst, len(args))
+	dst = resp.AppendArrayHeader(dst, len(args))
 	for _, a := range args {
-		dst = appendBulk(dst, a)
+		dst = resp.AppendBulk(dst, a)
 	}
 	return dst
 }

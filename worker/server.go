@@ -12,8 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // ErrServerClosed: Serve was called on a server that was shut down.
@@ -26,7 +24,7 @@ type Server struct {
 	lease Lease
 	log   hclog.Logger
 	m     *metrics
-	clock snowflake.Clock
+	cmds  commandTable
 
 	started  time.Time
 	open     atomic.Int64 // connections open now
@@ -57,16 +55,13 @@ func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	clock := cfg.Clock
-	if clock == nil {
-		clock = snowflake.SystemClock{}
-	}
-	m, err := newMetrics(reg)
+	cmds := newCommands()
+	m, err := newMetrics(reg, cmds)
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}
 	return &Server{
-		cfg: cfg, lease: lease, log: log, m: m, clock: clock,
+		cfg: cfg, lease: lease, log: log, m: m, cmds: cmds,
 		started: time.Now(), conns: map[*conn]struct{}{},
 		shutdown: make(chan struct{}), done: make(chan struct{}),
 	}, nil
@@ -145,7 +140,7 @@ func (s *Server) accept(ln net.Listener) error {
 		adopted := len(s.loops) > 0 && s.loops[c.id%int64(len(s.loops))].adopt(c, nc)
 		s.mu.Unlock()
 		if !adopted {
-			go s.serveConn(c)
+			go s.serveConn(newGoConn(c, nc))
 		}
 	}
 }
@@ -180,12 +175,12 @@ func (s *Server) reject(nc net.Conn) {
 	nc.Close()
 }
 
-func (s *Server) serveConn(c *conn) {
+func (s *Server) serveConn(g *goConn) {
 	defer func() {
-		c.nc.Close()
-		s.release(c)
+		g.nc.Close()
+		s.release(g.c)
 	}()
-	c.serve()
+	g.serve()
 }
 
 // release forgets a closed connection.
@@ -211,7 +206,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if s.ln != nil {
 			s.ln.Close()
 		}
-		// Wake every connection blocked in a read; see conn.serve for why
+		// Wake every connection blocked in a read; see goConn.serve for why
 		// this cannot miss one.
 		now := time.Now()
 		for c := range s.conns {

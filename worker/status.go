@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 // Status is the worker's snapshot for /status: the lease's status and the
@@ -46,7 +47,7 @@ func (s *Server) infoText() []byte {
 	line := func(k, v string) {
 		b = append(b, k...)
 		b = append(b, ':')
-		b = appendClean(b, v)
+		b = resp.AppendClean(b, v)
 		b = append(b, '\r', '\n')
 	}
 	num := func(k string, v int64) { line(k, strconv.FormatInt(v, 10)) }

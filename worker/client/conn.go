@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 // MaxBatch is the most IDs one NEXTIDS may ask for.
@@ -68,12 +69,9 @@ func (c *Conn) SendNext() { c.wbuf = append(c.wbuf, nextIDCmd...) }
 // -ERR for a count outside 1..MaxBatch).
 func (c *Conn) SendNextN(n int) {
 	var num [20]byte
-	digits := strconv.AppendInt(num[:0], int64(n), 10)
-	c.wbuf = append(c.wbuf, "*2\r\n$7\r\nNEXTIDS\r\n$"...)
-	c.wbuf = strconv.AppendInt(c.wbuf, int64(len(digits)), 10)
-	c.wbuf = append(c.wbuf, "\r\n"...)
-	c.wbuf = append(c.wbuf, digits...)
-	c.wbuf = append(c.wbuf, "\r\n"...)
+	c.wbuf = resp.AppendArrayHeader(c.wbuf, 2)
+	c.wbuf = resp.AppendBulkString(c.wbuf, "NEXTIDS")
+	c.wbuf = resp.AppendBulk(c.wbuf, strconv.AppendInt(num[:0], int64(n), 10))
 }
 
 // Flush writes the buffered requests.
@@ -117,7 +115,7 @@ func (c *Conn) ReceiveNext() (int64, error) {
 	}
 	switch line[0] {
 	case ':':
-		v, ok := parseInt(line[1:])
+		v, ok := resp.ParseInt(line[1:])
 		if !ok || v <= 0 {
 			return 0, c.protocol("NEXTID answered %q, not a positive integer", line)
 		}
@@ -142,7 +140,7 @@ func (c *Conn) ReceiveNextN(dst []int64) error {
 	default:
 		return c.protocol("NEXTIDS answered %q, not an array", line)
 	}
-	n, ok := parseInt(line[1:])
+	n, ok := resp.ParseInt(line[1:])
 	if !ok || n != int64(len(dst)) {
 		return c.protocol("NEXTIDS %d answered an array of %q", len(dst), line[1:])
 	}
@@ -155,7 +153,7 @@ func (c *Conn) ReceiveNextN(dst []int64) error {
 		if line[0] != ':' {
 			return c.protocol("NEXTIDS element %d is %q, not an integer", i, line)
 		}
-		v, ok := parseInt(line[1:])
+		v, ok := resp.ParseInt(line[1:])
 		if !ok || v <= prev {
 			return c.protocol("NEXTIDS element %d is %q after %d: not positive and ascending", i, line, prev)
 		}
@@ -182,50 +180,11 @@ func (c *Conn) readLine() ([]byte, error) {
 }
 
 func (c *Conn) replyError(msg []byte) *ReplyError {
-	s := string(msg)
-	for i := 0; i < len(s); i++ {
-		if s[i] == ' ' {
-			return &ReplyError{Addr: c.addr, Code: s[:i], Message: s[i+1:]}
-		}
-	}
-	return &ReplyError{Addr: c.addr, Code: s}
+	code, text := resp.SplitError(string(msg))
+	return &ReplyError{Addr: c.addr, Code: code, Message: text}
 }
 
 func (c *Conn) protocol(format string, a ...any) *ProtocolError {
 	c.broken = true
 	return &ProtocolError{Addr: c.addr, Problem: fmt.Sprintf(format, a...)}
-}
-
-// parseInt parses a RESP integer without allocating.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	var v uint64
-	for _, ch := range b {
-		if ch < '0' || ch > '9' {
-			return 0, false
-		}
-		if v > (1<<63)/10 {
-			return 0, false
-		}
-		v = v*10 + uint64(ch-'0')
-		if v > 1<<63 {
-			return 0, false
-		}
-	}
-	if neg {
-		return -int64(v), true
-	}
-	if v > 1<<63-1 {
-		return 0, false
-	}
-	return int64(v), true
 }

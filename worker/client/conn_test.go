@@ -11,26 +11,6 @@ import (
 	"time"
 )
 
-func TestParseInt(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"0", 0, true}, {"42", 42, true}, {"-7", -7, true},
-		{"9223372036854775807", 1<<63 - 1, true},
-		{"-9223372036854775808", -1 << 63, true},
-		{"9223372036854775808", 0, false},
-		{"99999999999999999999", 0, false},
-		{"", 0, false}, {"-", 0, false}, {"1x", 0, false}, {" 1", 0, false},
-	} {
-		got, ok := parseInt([]byte(tc.in))
-		if ok != tc.ok || (ok && got != tc.want) {
-			t.Errorf("parseInt(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
 // scriptedPeer accepts connections and answers each request line group
 // with the next canned reply; it records what it received. It stands for a
 // misbehaving peer, which no real worker can be made to be.

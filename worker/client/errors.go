@@ -3,6 +3,8 @@ package client
 import (
 	"errors"
 	"fmt"
+
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 var (
@@ -16,15 +18,16 @@ var (
 	ErrBadCount = errors.New("count out of range")
 )
 
-// Reply codes a worker puts first in an error reply.
+// Reply codes a worker puts first in an error reply (defined in
+// worker/resp, which the worker answers with).
 const (
 	// CodeNoLease: the worker holds no lease (claiming, standby, past its
 	// ceiling, sealed, clock skew): another worker can serve.
-	CodeNoLease = "NOLEASE"
+	CodeNoLease = resp.CodeNoLease
 	// CodeClockBack: the worker's clock is behind its last issued timestamp.
-	CodeClockBack = "CLOCKBACK"
+	CodeClockBack = resp.CodeClockBack
 	// CodeErr: the request was wrong; retrying elsewhere will not help.
-	CodeErr = "ERR"
+	CodeErr = resp.CodeErr
 )
 
 // ReplyError is an error reply of a worker, e.g. "-NOLEASE no lease held".

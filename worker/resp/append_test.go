@@ -1,4 +1,4 @@
-package worker
+package resp
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// naiveRun is what appendIntRun must produce: strconv for every integer.
+// naiveRun is what AppendIntRun must produce: strconv for every integer.
 func naiveRun(dst []byte, first int64, n int) []byte {
 	for i := range int64(n) {
 		dst = append(dst, ':')
@@ -36,14 +36,14 @@ func TestAppendIntRun(t *testing.T) {
 	}
 	for _, tc := range cases {
 		prefix := []byte("*9\r\n")
-		got := appendIntRun(append([]byte(nil), prefix...), tc.first, tc.n)
+		got := AppendIntRun(append([]byte(nil), prefix...), tc.first, tc.n)
 		want := naiveRun(append([]byte(nil), prefix...), tc.first, tc.n)
 		if string(got) != string(want) {
-			t.Fatalf("appendIntRun(%d, %d): differs from strconv at byte %d", tc.first, tc.n, firstDiff(got, want))
+			t.Fatalf("AppendIntRun(%d, %d): differs from strconv at byte %d", tc.first, tc.n, firstDiff(got, want))
 		}
 	}
-	if got := appendIntRun([]byte("x"), 5, 0); string(got) != "x" {
-		t.Fatalf("appendIntRun with n=0 appended %q", got[1:])
+	if got := AppendIntRun([]byte("x"), 5, 0); string(got) != "x" {
+		t.Fatalf("AppendIntRun with n=0 appended %q", got[1:])
 	}
 }
 
@@ -62,7 +62,7 @@ func BenchmarkAppendIntRun(b *testing.B) {
 	buf := make([]byte, 0, 4096*22)
 	b.Run("run", func(b *testing.B) {
 		for b.Loop() {
-			buf = appendIntRun(buf[:0], first, 4096)
+			buf = AppendIntRun(buf[:0], first, 4096)
 		}
 	})
 	b.Run("strconv", func(b *testing.B) {

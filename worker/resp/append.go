@@ -1,35 +1,36 @@
-package worker
+package resp
 
 import (
 	"slices"
 	"strconv"
 )
 
-// Reply encoders append RESP2 to a connection's write buffer. None of them
-// allocates unless the buffer must grow.
+// The encoders append RESP2 to a buffer (a connection's write buffer). None
+// of them allocates unless the buffer must grow.
 
-func appendInt(dst []byte, v int64) []byte {
+// AppendInt appends the integer reply ":<v>\r\n".
+func AppendInt(dst []byte, v int64) []byte {
 	dst = append(dst, ':')
 	dst = strconv.AppendInt(dst, v, 10)
 	return append(dst, '\r', '\n')
 }
 
-// appendIntRun appends the n consecutive integers first, first+1, ...,
+// AppendIntRun appends the n consecutive integers first, first+1, ...,
 // first+n-1 (first >= 0) as RESP integers. A NEXTIDS reply is such a run,
 // and strconv for each of 4,096 IDs was most of the worker's CPU under
 // NEXTIDS 4096: here one line is kept in a small array, its decimal digits
 // incremented in place (a carry rarely passes two digits), and copied out.
-func appendIntRun(dst []byte, first int64, n int) []byte {
+func AppendIntRun(dst []byte, first int64, n int) []byte {
 	if n <= 0 {
 		return dst
 	}
 	var line [24]byte // ':', at most 19 digits, CR LF
-	w := len(appendInt(line[:0], first))
+	w := len(AppendInt(line[:0], first))
 	if digits := w - 3; digits < 19 && first+int64(n-1) >= pow10(digits) {
 		// The run crosses a power of ten (99 -> 100): only IDs this small
 		// do, so the plain way is good enough.
 		for i := range int64(n) {
-			dst = appendInt(dst, first+i)
+			dst = AppendInt(dst, first+i)
 		}
 		return dst
 	}
@@ -57,13 +58,16 @@ func pow10(e int) int64 {
 	return p
 }
 
-func appendArrayHeader(dst []byte, n int) []byte {
+// AppendArrayHeader appends "*<n>\r\n", the header of an array of n
+// elements, which follow it.
+func AppendArrayHeader(dst []byte, n int) []byte {
 	dst = append(dst, '*')
 	dst = strconv.AppendInt(dst, int64(n), 10)
 	return append(dst, '\r', '\n')
 }
 
-func appendBulk(dst []byte, b []byte) []byte {
+// AppendBulk appends b as a bulk string.
+func AppendBulk(dst []byte, b []byte) []byte {
 	dst = append(dst, '$')
 	dst = strconv.AppendInt(dst, int64(len(b)), 10)
 	dst = append(dst, '\r', '\n')
@@ -71,7 +75,8 @@ func appendBulk(dst []byte, b []byte) []byte {
 	return append(dst, '\r', '\n')
 }
 
-func appendBulkString(dst []byte, s string) []byte {
+// AppendBulkString appends s as a bulk string.
+func AppendBulkString(dst []byte, s string) []byte {
 	dst = append(dst, '$')
 	dst = strconv.AppendInt(dst, int64(len(s)), 10)
 	dst = append(dst, '\r', '\n')
@@ -79,17 +84,20 @@ func appendBulkString(dst []byte, s string) []byte {
 	return append(dst, '\r', '\n')
 }
 
-func appendNil(dst []byte) []byte { return append(dst, "$-1\r\n"...) }
+// AppendNil appends the nil bulk string.
+func AppendNil(dst []byte) []byte { return append(dst, "$-1\r\n"...) }
 
-func appendSimple(dst []byte, s string) []byte {
+// AppendSimple appends the simple string "+<s>\r\n"; s must hold no CR
+// or LF.
+func AppendSimple(dst []byte, s string) []byte {
 	dst = append(dst, '+')
 	dst = append(dst, s...)
 	return append(dst, '\r', '\n')
 }
 
-// appendError appends "-<msg>\r\n"; msg must hold no CR or LF (messages that
-// quote a client's input go through appendQuoted).
-func appendError(dst []byte, msg string) []byte {
+// AppendError appends "-<msg>\r\n"; msg must hold no CR or LF (messages that
+// quote a client's input go through AppendQuoted).
+func AppendError(dst []byte, msg string) []byte {
 	dst = append(dst, '-')
 	dst = append(dst, msg...)
 	return append(dst, '\r', '\n')
@@ -98,11 +106,11 @@ func appendError(dst []byte, msg string) []byte {
 // maxQuoted is how much of a client's input an error message repeats.
 const maxQuoted = 64
 
-// appendQuoted appends b for an error or status line: at most maxQuoted
+// AppendQuoted appends b for an error or status line: at most maxQuoted
 // bytes, with anything but printable ASCII (CR, LF above all, which would
 // end the line) shown as \xNN, so a reply line can never be broken by what
 // a client sent.
-func appendQuoted(dst []byte, b []byte) []byte {
+func AppendQuoted(dst []byte, b []byte) []byte {
 	const hex = "0123456789abcdef"
 	cut := len(b) > maxQuoted
 	if cut {
@@ -121,19 +129,19 @@ func appendQuoted(dst []byte, b []byte) []byte {
 	return dst
 }
 
-// appendQuotedError appends "-<prefix>'<arg>'\r\n", the client's input
+// AppendQuotedError appends "-<prefix>'<arg>'\r\n", the client's input
 // quoted safely: the shape of every error that repeats what was sent.
-func appendQuotedError(dst []byte, prefix string, arg []byte) []byte {
+func AppendQuotedError(dst []byte, prefix string, arg []byte) []byte {
 	dst = append(dst, '-')
 	dst = append(dst, prefix...)
 	dst = append(dst, '\'')
-	dst = appendQuoted(dst, arg)
+	dst = AppendQuoted(dst, arg)
 	return append(dst, '\'', '\r', '\n')
 }
 
-// appendClean appends one of the server's own messages to a reply line,
+// AppendClean appends one of the server's own messages to a reply line,
 // with any control byte turned into a space so the line cannot break.
-func appendClean(dst []byte, s string) []byte {
+func AppendClean(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 || c == 0x7f {
@@ -142,4 +150,15 @@ func appendClean(dst []byte, s string) []byte {
 		dst = append(dst, c)
 	}
 	return dst
+}
+
+// AppendCodeError appends "-<code> <msg>\r\n", msg cleaned as by
+// AppendClean: the shape of the refusals (CodeNoLease, CodeClockBack) and
+// of errors that carry one of the server's own messages.
+func AppendCodeError(dst []byte, code, msg string) []byte {
+	dst = append(dst, '-')
+	dst = append(dst, code...)
+	dst = append(dst, ' ')
+	dst = AppendClean(dst, msg)
+	return append(dst, '\r', '\n')
 }

@@ -1,0 +1,102 @@
+package coordinator
+
+// Reason says why a lease may not issue IDs now.
+type Reason uint8
+
+const (
+	// ReasonNone: ready, IDs may be issued.
+	ReasonNone Reason = iota
+	// ReasonNoLease: no lease is held, or its generator was sealed (the
+	// lease was lost or released).
+	ReasonNoLease
+	// ReasonCeiling: the clock reached the confirmed ceiling and ZooKeeper
+	// has not confirmed a higher one.
+	ReasonCeiling
+	// ReasonClockBack: the clock is behind the last issued timestamp by
+	// more than MaxRollbackWait.
+	ReasonClockBack
+	// ReasonSkew: the clock is further than MaxSkew off the ZooKeeper
+	// leader's.
+	ReasonSkew
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonNone:
+		return "ready"
+	case ReasonNoLease:
+		return "no_lease"
+	case ReasonCeiling:
+		return "ceiling_passed"
+	case ReasonClockBack:
+		return "clock_back"
+	case ReasonSkew:
+		return "skew"
+	}
+	return "unknown"
+}
+
+// Readiness is the one verdict on whether the lease may issue IDs now, and
+// the figures it was reached from; the worker's refusals, /readyz, /status
+// and INFO only format it.
+type Readiness struct {
+	// Reason is ReasonNone when ready, else the first condition that failed,
+	// in the order of the constants.
+	Reason Reason
+	// State and Slot are the coordinator's state and the slot held ("" if
+	// none).
+	State string
+	Slot  string
+	// NowMs is the clock the verdict was reached at (Unix ms).
+	NowMs int64
+	// CeilingMs and LastIssuedMs are the generator's (0 without one).
+	CeilingMs    int64
+	LastIssuedMs int64
+	// SkewMs is the last measured skew against the ZooKeeper leader.
+	SkewMs int64
+}
+
+// Ready reports whether IDs may be issued.
+func (r Readiness) Ready() bool { return r.Reason == ReasonNone }
+
+// Readiness is the verdict on the lease now, with the state and slot that
+// explain it.
+func (c *Coordinator) Readiness() Readiness {
+	r := c.readiness()
+	c.mu.Lock()
+	r.State = c.state
+	if c.lease != nil {
+		r.Slot = c.lease.slot.String()
+	}
+	c.mu.Unlock()
+	return r
+}
+
+// Ready is Readiness().Ready() without the state and slot, which take the
+// lock: cheap enough for the worker to check on every read.
+func (c *Coordinator) Ready() bool { return c.readiness().Ready() }
+
+// readiness decides: a lease held (a generator, not sealed), its ceiling
+// ahead of the clock, the clock not behind the last issued timestamp by
+// more than the generator waits out, and the skew against ZooKeeper within
+// MaxSkew.
+func (c *Coordinator) readiness() Readiness {
+	r := Readiness{NowMs: c.nowMs(), SkewMs: c.skewMs.Load()}
+	g := c.gen.Load()
+	if g == nil {
+		r.Reason = ReasonNoLease
+		return r
+	}
+	r.CeilingMs, r.LastIssuedMs = g.Ceiling(), g.LastMs()
+	switch {
+	case g.Sealed():
+		r.Reason = ReasonNoLease
+	case r.NowMs >= r.CeilingMs:
+		r.Reason = ReasonCeiling
+	case r.NowMs < r.LastIssuedMs-c.cfg.MaxRollbackWait.Milliseconds():
+		r.Reason = ReasonClockBack
+	case abs(r.SkewMs) > c.cfg.MaxSkew.Milliseconds():
+		r.Reason = ReasonSkew
+	}
+	return r
+}
