@@ -44,10 +44,17 @@ type Config struct {
 	CallTimeout time.Duration
 	// Backoff is how long a worker that failed (-NOLEASE, -CLOCKBACK, a
 	// broken connection) is left out; it doubles with each consecutive
-	// failure, up to MaxBackoff, and resets on a success.
+	// failure, up to MaxBackoff, and resets on a success. Requests under
+	// way when it failed count as that one failure. Each backoff is drawn
+	// at random from its upper half, and callers waiting for a worker wait
+	// up to half a Backoff more, so that they do not return in step.
 	Backoff time.Duration
 	// MaxBackoff caps the doubled Backoff.
 	MaxBackoff time.Duration
+	// ConstLabels are added to every metric of this Client, e.g.
+	// {"client": "orders"}, so that several Clients can register in one
+	// Registerer; nil for none. The metric names stay snowflake_client_*.
+	ConstLabels map[string]string
 }
 
 // DefaultConfig: root /snowflake, pool of 4 connections per worker idle at
@@ -104,6 +111,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("client config: Backoff %v must be positive", c.Backoff)
 	case c.MaxBackoff < c.Backoff:
 		return fmt.Errorf("client config: MaxBackoff %v must be at least Backoff %v", c.MaxBackoff, c.Backoff)
+	}
+	if err := checkConstLabels(c.ConstLabels); err != nil {
+		return fmt.Errorf("client config: %w", err)
 	}
 	return nil
 }

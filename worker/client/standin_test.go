@@ -2,6 +2,7 @@ package client
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // standIn is a worker stand-in for the client's own tests: it answers
@@ -130,6 +134,9 @@ func (s *standIn) handle(c net.Conn) {
 		if err != nil {
 			return
 		}
+		// The reply and its delay are decided when the request arrives, as a
+		// worker decides before it answers.
+		reply, delay := s.reply(req), time.Duration(s.delay.Load())
 		s.mu.Lock()
 		s.arrivals = append(s.arrivals, time.Now())
 		paused := s.paused
@@ -137,8 +144,8 @@ func (s *standIn) handle(c net.Conn) {
 		if paused != nil {
 			<-paused
 		}
-		time.Sleep(time.Duration(s.delay.Load()))
-		if _, err := io.WriteString(c, s.reply(req)); err != nil {
+		time.Sleep(delay)
+		if _, err := io.WriteString(c, reply); err != nil {
 			return
 		}
 	}
@@ -196,3 +203,48 @@ func (l *logCounter) Write(p []byte) (int, error) {
 }
 
 func (l *logCounter) backoffs() int64 { return l.first.Load() + l.again.Load() }
+
+// newCountingClient is a client of the stand-ins whose backoffs are counted
+// from its log, as they would be by an operator reading it.
+func newCountingClient(t *testing.T, cfg Config, ws ...*standIn) (*Client, *logCounter) {
+	t.Helper()
+	for _, w := range ws {
+		cfg.Static = append(cfg.Static, w.addr)
+	}
+	lc := &logCounter{}
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Debug, Output: lc})
+	c, err := New(cfg, log, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, lc
+}
+
+// callAll makes n concurrent Next calls, each with its own timeout, and
+// returns their errors.
+func callAll(c *Client, n int, timeout time.Duration) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			_, errs[i] = c.Next(ctx)
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+func countErrs(errs []error) (n int, first error) {
+	for _, err := range errs {
+		if err != nil {
+			if n == 0 {
+				first = err
+			}
+			n++
+		}
+	}
+	return n, first
+}
