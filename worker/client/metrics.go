@@ -22,6 +22,7 @@ const (
 type metrics struct {
 	ok, noLease, clockBack, errReply, broken prometheus.Counter
 	retries                                  prometheus.Counter
+	backoffs                                 prometheus.Counter
 	failures                                 prometheus.Counter
 	endpoints                                prometheus.Gauge
 }
@@ -46,6 +47,11 @@ func newMetrics(reg prometheus.Registerer, constLabels map[string]string) (*metr
 			Help:        "Requests sent again (to another worker, or the same after its backoff) because the one before failed.",
 			ConstLabels: labels,
 		}),
+		backoffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "snowflake_client_backoffs_total",
+			Help:        "Times a worker was left out after a failure; requests that were under way when it failed count once, with it.",
+			ConstLabels: labels,
+		}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name:        "snowflake_client_failures_total",
 			Help:        "Calls (Next, NextN) that returned an error to the caller.",
@@ -58,7 +64,7 @@ func newMetrics(reg prometheus.Registerer, constLabels map[string]string) (*metr
 		}),
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{requests, m.retries, m.failures, m.endpoints} {
+		for _, col := range []prometheus.Collector{requests, m.retries, m.backoffs, m.failures, m.endpoints} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("client: register metrics: %w", err)
 			}
