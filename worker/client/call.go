@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"time"
 )
 
@@ -36,11 +38,17 @@ func (c *Client) call(ctx context.Context, req func(*Conn) error) error {
 			ntried = 0 // the backoffs have passed: everyone may be tried again
 			continue
 		}
+		err := c.do(ctx, e, req)
+		if errors.Is(err, errDown) || errors.Is(err, errGone) {
+			// Nothing was sent: not an attempt, and not the error to report.
+			tried[ntried%len(tried)] = e
+			ntried++
+			continue
+		}
 		if attempts > 0 {
 			c.m.retries.Inc()
 		}
 		attempts++
-		err := c.do(ctx, e, req)
 		if err == nil {
 			return nil
 		}
@@ -58,20 +66,22 @@ func (c *Client) call(ctx context.Context, req func(*Conn) error) error {
 func (c *Client) do(ctx context.Context, e *endpoint, req func(*Conn) error) error {
 	e.inflight.Add(1)
 	defer e.inflight.Add(-1)
-	now := time.Now()
-	conn, err := e.acquire(ctx, c.cfg.DialTimeout, now.Add(-c.cfg.IdleTimeout))
+	conn, started, err := e.acquire(ctx, c.cfg.DialTimeout, c.cfg.IdleTimeout)
 	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, ErrClosed) {
+		if expired(ctx) || errors.Is(err, errGone) || errors.Is(err, errDown) {
 			return err // no fault of the worker: no backoff
 		}
 		c.m.broken.Inc()
-		c.backoff(e, err)
+		c.backoff(e, started, err)
 		return err
 	}
+	// The request's time starts now, not before the wait for a connection:
+	// a caller that queued behind a busy pool still gets all of it.
+	now := time.Now()
 	conn.used = now
-	deadline := now.Add(c.cfg.RequestTimeout)
+	deadline, callers := now.Add(c.cfg.RequestTimeout), false
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
+		deadline, callers = d, true
 	}
 	_ = conn.SetDeadline(deadline)
 	err = req(conn)
@@ -79,17 +89,19 @@ func (c *Client) do(ctx context.Context, e *endpoint, req func(*Conn) error) err
 	e.release(conn)
 	if err == nil {
 		c.m.ok.Inc()
-		if e.succeeded() {
+		if e.succeeded(started) {
 			c.log.Info("worker answering again", "addr", e.addr)
 		}
 		return nil
 	}
-	return c.failed(ctx, e, err, broken)
+	return c.failed(ctx, e, started, err, broken, callers)
 }
 
-// failed accounts for a request to e that failed with err; it is apart
-// from do so that the success path allocates nothing (errors.As does).
-func (c *Client) failed(ctx context.Context, e *endpoint, err error, broken bool) error {
+// failed accounts for a request to e begun at started that failed with
+// err; callers says the connection's deadline was the caller's, earlier
+// than RequestTimeout. It is apart from do so that the success path
+// allocates nothing (errors.As does).
+func (c *Client) failed(ctx context.Context, e *endpoint, started int64, err error, broken, callers bool) error {
 	var re *ReplyError
 	switch {
 	case errors.As(err, &re):
@@ -102,15 +114,16 @@ func (c *Client) failed(ctx context.Context, e *endpoint, err error, broken bool
 			c.m.errReply.Inc()
 			return err
 		}
-		c.backoff(e, err)
+		c.backoff(e, started, err)
 		return err
-	case ctx.Err() != nil:
+	case ctx.Err() != nil, callers && errors.Is(err, os.ErrDeadlineExceeded):
 		// Our own deadline cut the round trip short: no fault of the worker.
+		// The deadline itself, not ctx.Err(), decides: the connection's
+		// timer can fire before the context's.
 		return err
 	default:
 		c.m.broken.Inc()
-		c.backoff(e, err)
-		if broken {
+		if c.backoff(e, started, err) && broken {
 			// The others idle on the same worker most likely broke too
 			// (it died or restarted): redial after the backoff.
 			e.drain()
@@ -119,15 +132,33 @@ func (c *Client) failed(ctx context.Context, e *endpoint, err error, broken bool
 	}
 }
 
-// backoff leaves e out for a while after err; the first failure of a
-// streak is logged, the rest only at debug level.
-func (c *Client) backoff(e *endpoint, err error) {
-	d, first := e.failed(time.Now().UnixNano(), c.cfg.Backoff, c.cfg.MaxBackoff)
-	if first {
+// backoff leaves e out for a while after a request begun at started failed
+// with err, and reports whether this failure was news (not one the current
+// backoff already covers). The first failure of a streak is logged, the
+// rest only at debug level.
+func (c *Client) backoff(e *endpoint, started int64, err error) bool {
+	d, n := e.failed(started, time.Now().UnixNano(), c.cfg.Backoff, c.cfg.MaxBackoff)
+	switch n {
+	case 0:
+		return false
+	case 1:
 		c.log.Warn("worker failed, trying others", "addr", e.addr, "backoff", d, "error", err)
-		return
+	default:
+		c.log.Debug("worker failed again", "addr", e.addr, "backoff", d, "failures", n, "error", err)
 	}
-	c.log.Debug("worker failed again", "addr", e.addr, "backoff", d, "error", err)
+	c.m.backoffs.Inc()
+	return true
+}
+
+// expired reports that ctx's deadline has passed, even if its timer has
+// not yet fired: a dial or a read bounded by that deadline can time out
+// before ctx.Err() says so.
+func expired(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // retryable reports whether another attempt may succeed where err failed.
@@ -152,7 +183,9 @@ func (c *Client) fail(attempts int, last, ctxErr error) error {
 }
 
 // waitForWorker waits until a worker's backoff ends or the set changes
-// from the one the caller saw.
+// from the one the caller saw. Every caller waiting wakes at that same
+// instant; each then waits a random part of Backoff more, so that they
+// reach the workers spread out rather than all on the first one back.
 func (c *Client) waitForWorker(ctx context.Context, set *[]*endpoint, now int64) error {
 	changed, closed := c.changedCh()
 	if closed {
@@ -162,13 +195,14 @@ func (c *Client) waitForWorker(ctx context.Context, set *[]*endpoint, now int64)
 		return nil // changed before we took the channel: its close is past
 	}
 	eps := *set
+	jitter := rand.N(c.cfg.Backoff/2 + 1)
 	var timer <-chan time.Time
 	if len(eps) > 0 {
 		soonest := eps[0].downUntil.Load()
 		for _, e := range eps[1:] {
 			soonest = min(soonest, e.downUntil.Load())
 		}
-		t := time.NewTimer(max(time.Duration(soonest-now), 0))
+		t := time.NewTimer(max(time.Duration(soonest-now), 0) + jitter)
 		defer t.Stop()
 		timer = t.C
 	}
@@ -176,7 +210,18 @@ func (c *Client) waitForWorker(ctx context.Context, set *[]*endpoint, now int64)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-changed:
+		if len(eps) == 0 || c.isClosed() {
+			return nil // the first list, no worker to pile onto yet; or Close
+		}
 	case <-timer:
+		return nil
+	}
+	t := time.NewTimer(jitter)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
 	}
 	return nil
 }

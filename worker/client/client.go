@@ -24,6 +24,7 @@ type Client struct {
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced when eps changes
 	closed  bool
+	shut    chan struct{} // closed when Close has finished
 
 	zk     *zk.Conn
 	cancel context.CancelFunc
@@ -49,14 +50,14 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Client, erro
 			return nil, err
 		}
 	}
-	m, err := newMetrics(reg)
+	m, err := newMetrics(reg, cfg.ConstLabels)
 	if err != nil {
 		if conn != nil {
 			conn.Close()
 		}
 		return nil, err
 	}
-	c := &Client{cfg: cfg, log: log, m: m, changed: make(chan struct{}), done: make(chan struct{})}
+	c := &Client{cfg: cfg, log: log, m: m, changed: make(chan struct{}), shut: make(chan struct{}), done: make(chan struct{})}
 	empty := []*endpoint{}
 	c.eps.Store(&empty)
 	if conn == nil {
@@ -88,6 +89,7 @@ func (c *Client) Next(ctx context.Context) (int64, error) {
 // one request (a NEXTIDS n).
 func (c *Client) NextN(ctx context.Context, n int) ([]int64, error) {
 	if n < 1 || n > MaxBatch {
+		c.m.failures.Inc()
 		return nil, fmt.Errorf("%w: n must be in 1..%d, got %d", ErrBadCount, MaxBatch, n)
 	}
 	ids := make([]int64, n)
@@ -110,13 +112,16 @@ func (c *Client) Endpoints() []string {
 
 // Close stops discovery, closes the ZooKeeper session and every idle
 // connection; calls in flight finish and close theirs. Calls after Close
-// fail with ErrClosed. It is safe to call twice.
+// fail with ErrClosed. It is safe to call twice; a second call returns when
+// the first has finished.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
+		<-c.shut
 		return nil
 	}
+	defer close(c.shut)
 	c.closed = true
 	c.mu.Unlock()
 	if c.cancel != nil {
@@ -133,6 +138,7 @@ func (c *Client) Close() error {
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
+	c.m.endpoints.Set(0)
 	for _, e := range old {
 		e.close()
 	}

@@ -45,10 +45,17 @@ type Config struct {
 	CallTimeout time.Duration
 	// Backoff is how long a worker that failed (-NOLEASE, -CLOCKBACK, a
 	// broken connection) is left out; it doubles with each consecutive
-	// failure, up to MaxBackoff, and resets on a success.
+	// failure, up to MaxBackoff, and resets on a success. Requests under
+	// way when it failed count as that one failure. Each backoff is drawn
+	// at random from its upper half, and callers waiting for a worker wait
+	// up to half a Backoff more, so that they do not return in step.
 	Backoff time.Duration
 	// MaxBackoff caps the doubled Backoff.
 	MaxBackoff time.Duration
+	// ConstLabels are added to every metric of this Client, e.g.
+	// {"client": "orders"}, so that several Clients can register in one
+	// Registerer; nil for none. The metric names stay snowflake_client_*.
+	ConstLabels map[string]string
 }
 
 // DefaultConfig: root /snowflake, pool of 4 connections per worker idle at
@@ -109,6 +116,9 @@ func (c Config) Validate() error {
 		return bad("Backoff", c.Backoff, "must be positive")
 	case c.MaxBackoff < c.Backoff:
 		return bad("MaxBackoff", c.MaxBackoff, fmt.Sprintf("must be at least Backoff %v", c.Backoff))
+	}
+	if err := checkConstLabels(c.ConstLabels); err != nil {
+		return fmt.Errorf("client config: %w", err)
 	}
 	return nil
 }

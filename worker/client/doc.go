@@ -5,6 +5,12 @@
 // calls) and retries on another worker when one answers -NOLEASE or
 // -CLOCKBACK or its connection breaks, within the caller's deadline.
 //
+// A worker is left out (backed off) only for its own failures: the wait for
+// a pooled connection and the caller's own deadline count against nobody,
+// and the requests a restart breaks all at once are one failure, not one
+// each. Backoffs and the wake-up of callers waiting for a worker are
+// jittered, so that clients do not return to the fleet in step.
+//
 // It speaks RESP2 itself rather than through a Redis library: the ID
 // commands need three reply types (integer, array of integers, error), and a
 // hand-written reader parses the integers straight out of the read buffer

@@ -2,8 +2,24 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
+)
+
+// Reasons acquire gives a call no connection that are no fault of the
+// worker: the call moves on without a backoff, and without reporting them,
+// which are not failures of the worker either.
+var (
+	// errGone: the worker was dropped from the list (discovery, or Close).
+	// Never ErrClosed: that one means the Client is closed.
+	errGone = errors.New("worker dropped from the list")
+	// errDown: the worker went into backoff while the call waited for a
+	// connection; the failure that put it there covers this call too.
+	errDown = errors.New("worker in backoff")
 )
 
 // endpoint is one worker: a bounded pool of connections and its health.
@@ -14,11 +30,18 @@ type endpoint struct {
 	// size is thereby also the bound on calls in flight to it.
 	slots    chan *Conn
 	inflight atomic.Int64 // calls holding or waiting for a slot
-	// downUntil is the Unix ns before which the worker is left out;
-	// fails counts consecutive failures for the doubling backoff.
+	// downUntil is the Unix ns before which the worker is left out, read
+	// by every pick without the lock.
 	downUntil atomic.Int64
-	fails     atomic.Int32
-	closed    atomic.Bool
+	// fails counts the backoffs of the current failure streak, for the
+	// doubling; loaded without the lock on every success.
+	fails atomic.Int32
+	mu    sync.Mutex // orders the writes of failed and succeeded
+	// failedAt is the Unix ns of the failure that began the current
+	// backoff: requests started before it failed with it, or succeeded
+	// before it, and say nothing new about the worker. Under mu.
+	failedAt int64
+	closed   atomic.Bool
 }
 
 func newEndpoint(addr string, pool int) *endpoint {
@@ -33,40 +56,47 @@ func newEndpoint(addr string, pool int) *endpoint {
 func (e *endpoint) healthy(now int64) bool { return e.downUntil.Load() <= now }
 
 // acquire takes a connection, dialing one if the slot is empty or its
-// connection was last used before idleSince. It waits while all PoolSize
-// are in use.
-func (e *endpoint) acquire(ctx context.Context, dialTimeout time.Duration, idleSince time.Time) (*Conn, error) {
-	var c *Conn
+// connection was unused for idle. It waits while all PoolSize are in use,
+// and returns errDown if the worker went into backoff meanwhile. started
+// is when the slot was taken and the worker found healthy: the request's
+// start for its accounting (failed, succeeded).
+func (e *endpoint) acquire(ctx context.Context, dialTimeout, idle time.Duration) (c *Conn, started int64, err error) {
 	select {
 	case c = <-e.slots:
 	default:
 		select {
 		case c = <-e.slots:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, 0, ctx.Err()
 		}
 	}
+	now := time.Now()
+	started = now.UnixNano()
 	if e.closed.Load() {
 		e.release(c)
-		return nil, ErrClosed
+		return nil, 0, fmt.Errorf("worker %s: %w", e.addr, errGone)
 	}
-	if c != nil && c.used.Before(idleSince) {
+	if !e.healthy(started) {
+		e.release(c)
+		return nil, 0, errDown
+	}
+	if c != nil && c.used.Before(now.Add(-idle)) {
 		// The worker may have closed it by now; a fresh one costs a dial,
 		// a dead one a failed request and a backoff.
 		_ = c.Close()
 		c = nil
 	}
 	if c != nil {
-		return c, nil
+		return c, started, nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	c, err := Dial(dctx, e.addr)
+	c, err = Dial(dctx, e.addr)
 	cancel()
 	if err != nil {
 		e.slots <- nil
-		return nil, err
+		return nil, started, err
 	}
-	return c, nil
+	return c, started, nil
 }
 
 // release gives a connection back; a broken one is closed and its slot
@@ -103,27 +133,49 @@ func (e *endpoint) drain() {
 	}
 }
 
-// failed puts the worker in backoff, doubling with consecutive failures;
-// it returns the backoff and whether this failure began a streak.
-func (e *endpoint) failed(now int64, base, max time.Duration) (time.Duration, bool) {
+// failed puts the worker in backoff after a request begun at started
+// (Unix ns) failed at now; it returns the backoff and its place in the
+// streak (1 begins one). A request begun before the failure that began the
+// current backoff failed with it (a restart fails every request in flight
+// at once): it returns 0 and changes nothing, so that one event is one
+// backoff, not one per request. The backoff doubles with each counted
+// failure up to max, and is drawn from its upper half at random so that
+// clients that saw the same failure do not come back in step.
+func (e *endpoint) failed(started, now int64, base, max time.Duration) (time.Duration, int32) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if started <= e.failedAt {
+		return 0, 0
+	}
 	n := e.fails.Add(1)
 	d := base
 	for i := int32(1); i < n && d < max; i++ {
 		d *= 2
 	}
 	d = min(d, max)
+	d -= rand.N(d/2 + 1)
+	e.failedAt = now
 	e.downUntil.Store(now + int64(d))
-	return d, n == 1
+	return d, n
 }
 
-// succeeded ends a failure streak and reports whether there was one; the
-// loads keep the common case free of writes to a shared cache line.
-func (e *endpoint) succeeded() bool {
+// succeeded ends a failure streak after a request begun at started (Unix
+// ns) succeeded, and reports whether there was one. A success of a request
+// begun before the last failure (a reply sent before a -NOLEASE) ends
+// nothing. The load keeps the common case free of locks and of writes to a
+// shared cache line.
+func (e *endpoint) succeeded(started int64) bool {
 	if e.fails.Load() == 0 {
 		return false
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.fails.Load() == 0 || started <= e.failedAt {
+		return false
+	}
+	e.fails.Store(0)
 	e.downUntil.Store(0)
-	return e.fails.Swap(0) != 0
+	return true
 }
 
 // close marks the endpoint gone and closes its idle connections; calls in

@@ -12,7 +12,8 @@ var (
 	// known, or every one tried failed; the error also wraps the last
 	// failure and the context's error.
 	ErrNoWorkers = errors.New("no worker available")
-	// ErrClosed: the Client was closed.
+	// ErrClosed: the Client was closed, and only that; a worker dropped
+	// from the list while a call waited on it is not reported with it.
 	ErrClosed = errors.New("client is closed")
 	// ErrBadCount: NextN was asked for a count outside 1..MaxBatch.
 	ErrBadCount = errors.New("count out of range")

@@ -2,6 +2,9 @@ package client
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -19,14 +22,19 @@ const (
 type metrics struct {
 	ok, noLease, clockBack, errReply, broken prometheus.Counter
 	retries                                  prometheus.Counter
+	backoffs                                 prometheus.Counter
 	failures                                 prometheus.Counter
 	endpoints                                prometheus.Gauge
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers the client's metrics in reg (if not nil), each with
+// the constant labels; distinct labels let several Clients share reg.
+func newMetrics(reg prometheus.Registerer, constLabels map[string]string) (*metrics, error) {
+	labels := prometheus.Labels(constLabels)
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "snowflake_client_requests_total",
-		Help: "Requests sent to workers, by result: ok, nolease, clockback, error (an error reply not retried), broken (dial, I/O, timeout or bad reply).",
+		Name:        "snowflake_client_requests_total",
+		Help:        "Requests sent to workers, by result: ok, nolease, clockback, error (an error reply not retried), broken (dial, I/O, timeout or bad reply).",
+		ConstLabels: labels,
 	}, []string{"result"})
 	m := &metrics{
 		ok:        requests.WithLabelValues(resultOK),
@@ -35,24 +43,63 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		errReply:  requests.WithLabelValues(resultError),
 		broken:    requests.WithLabelValues(resultBroken),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "snowflake_client_retries_total",
-			Help: "Requests sent again (to another worker, or the same after its backoff) because the one before failed.",
+			Name:        "snowflake_client_retries_total",
+			Help:        "Requests sent again (to another worker, or the same after its backoff) because the one before failed.",
+			ConstLabels: labels,
+		}),
+		backoffs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "snowflake_client_backoffs_total",
+			Help:        "Times a worker was left out after a failure; requests that were under way when it failed count once, with it.",
+			ConstLabels: labels,
 		}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "snowflake_client_failures_total",
-			Help: "Calls (Next, NextN) that returned an error to the caller.",
+			Name:        "snowflake_client_failures_total",
+			Help:        "Calls (Next, NextN) that returned an error to the caller.",
+			ConstLabels: labels,
 		}),
 		endpoints: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "snowflake_client_endpoints",
-			Help: "Workers the client knows (discovered or static), healthy or not.",
+			Name:        "snowflake_client_endpoints",
+			Help:        "Workers the client knows (discovered or static), healthy or not.",
+			ConstLabels: labels,
 		}),
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{requests, m.retries, m.failures, m.endpoints} {
+		for _, col := range []prometheus.Collector{requests, m.retries, m.backoffs, m.failures, m.endpoints} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("client: register metrics: %w", err)
 			}
 		}
 	}
 	return m, nil
+}
+
+// checkConstLabels names the first constant label, in name order, that
+// Prometheus would refuse or that would clash with the metrics' own label.
+func checkConstLabels(labels map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(labels)) {
+		switch {
+		case !validLabelName(name):
+			return fmt.Errorf("ConstLabels name %q must match [a-zA-Z_][a-zA-Z0-9_]* and not begin with __", name)
+		case name == "result":
+			return fmt.Errorf("ConstLabels name %q is the label of snowflake_client_requests_total; choose another", name)
+		case labels[name] == "":
+			return fmt.Errorf("ConstLabels %q has an empty value, which Prometheus treats as no label", name)
+		}
+	}
+	return nil
+}
+
+// validLabelName: [a-zA-Z_][a-zA-Z0-9_]*, not __-prefixed (reserved), which
+// every Prometheus version and scraper accepts.
+func validLabelName(s string) bool {
+	if s == "" || strings.HasPrefix(s, "__") {
+		return false
+	}
+	for i, ch := range s {
+		letter := ch == '_' || ('a' <= ch && ch <= 'z') || ('A' <= ch && ch <= 'Z')
+		if !letter && (i == 0 || ch < '0' || ch > '9') {
+			return false
+		}
+	}
+	return true
 }
