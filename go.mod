@@ -1,6 +1,6 @@
 module github.com/snowfleet/snowfleet
 
-go 1.24.0
+go 1.23.0
 
 toolchain go1.26.8
 

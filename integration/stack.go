@@ -175,7 +175,7 @@ func (s *Stack) ZKServers(ctx context.Context) ([]string, error) {
 // standalone, or "" (not serving).
 func Mode(addr string) string {
 	out, _ := zktest.FourLetter(addr, "srvr", 2*time.Second)
-	for line := range strings.Lines(out) {
+	for _, line := range strings.Split(out, "\n") {
 		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
 			return strings.TrimSpace(m)
 		}

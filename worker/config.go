@@ -35,10 +35,6 @@ type Config struct {
 	// portable way, instead of from the epoll loop (Linux only; see
 	// loop_linux.go), which answers with a lower tail latency on few cores.
 	NoEventLoop bool
-	// Clock is unused: why the lease is not ready is reckoned on the lease's
-	// own clock (coordinator.Readiness). It goes once cmd/snowflaked stops
-	// setting it.
-	Clock snowflake.Clock
 }
 
 // DefaultConfig listens on :7609 with up to 10,000 connections, a 5-minute
@@ -51,7 +47,6 @@ func DefaultConfig() Config {
 		ReadTimeout:  10 * time.Second,
 		WriteTimeout: 10 * time.Second,
 		DrainTimeout: 5 * time.Second,
-		Clock:        snowflake.SystemClock{},
 	}
 }
 

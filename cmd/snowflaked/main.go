@@ -101,7 +101,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 	if err != nil {
 		return nil, usagef("clock: %v", err)
 	}
-	cc.Clock, wc.Clock = clock, clock
+	cc.Clock = clock
 
 	ln, err := net.Listen("tcp", wc.Listen)
 	if err != nil {

@@ -227,11 +227,13 @@ func callAll(c *Client, n int, timeout time.Duration) []error {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			_, errs[i] = c.Next(ctx)
-		})
+		}()
 	}
 	wg.Wait()
 	return errs

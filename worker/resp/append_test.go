@@ -61,12 +61,12 @@ func BenchmarkAppendIntRun(b *testing.B) {
 	const first = 1724551110457217023
 	buf := make([]byte, 0, 4096*22)
 	b.Run("run", func(b *testing.B) {
-		for b.Loop() {
+		for range b.N {
 			buf = AppendIntRun(buf[:0], first, 4096)
 		}
 	})
 	b.Run("strconv", func(b *testing.B) {
-		for b.Loop() {
+		for range b.N {
 			buf = naiveRun(buf[:0], first, 4096)
 		}
 	})
