@@ -659,7 +659,7 @@ func (c *stepClock) step(d time.Duration)  { c.offset.Add(int64(d)) }
 // clock is right again, IDs flow again.
 func testClockBack(t *testing.T, zk *zktest.Server) {
 	clock := &stepClock{}
-	w := startWorkerWith(t, zk.Addr(), true, func(c *Config) { c.Clock = clock }, func(cc *coordinator.Config) {
+	w := startWorkerWith(t, zk.Addr(), true, nil, func(cc *coordinator.Config) {
 		cc.SessionTimeout, cc.Renew, cc.Horizon, cc.Clock = 2*time.Second, 200*time.Millisecond, 5*time.Second, clock
 	})
 	c := w.client()
