@@ -34,8 +34,9 @@ func newCommands() commandTable {
 	return commandTable{
 		cmdUnknown: {name: "unknown"},
 		{name: "ping", arity: -1, flag: "fast", run: (*conn).ping},
-		{name: "nextid", arity: 1, flag: "write", run: (*conn).nextID},
-		{name: "nextids", arity: 2, flag: "write", run: (*conn).nextIDs},
+		{name: "nextid", arity: -1, flag: "write", run: (*conn).nextID},
+		{name: "nextids", arity: -2, flag: "write", run: (*conn).nextIDs},
+		{name: "idformat", arity: -1, flag: "fast", run: (*conn).idFormatCmd},
 		{name: "decode", arity: 2, flag: "readonly", run: (*conn).decode},
 		{name: "info", arity: -1, flag: "readonly", run: (*conn).info},
 		{name: "quit", arity: -1, flag: "fast", quit: true, run: (*conn).quit},

@@ -35,18 +35,25 @@ type Config struct {
 	// portable way, instead of from the epoll loop (Linux only; see
 	// loop_linux.go), which answers with a lower tail latency on few cores.
 	NoEventLoop bool
+	// CloseOnNoLease closes a connection right after it answers -NOLEASE or
+	// -CLOCKBACK (no lease, ceiling passed, clock behind, draining), so that
+	// a generic client pooled behind an L4 balancer reconnects to a worker
+	// that serves instead of being refused on every call. False keeps the
+	// connection open, for clients that retry elsewhere by themselves.
+	CloseOnNoLease bool
 }
 
 // DefaultConfig listens on :7609 with up to 10,000 connections, a 5-minute
 // idle timeout, 10 s to finish a started request or a write, and 5 s to drain.
 func DefaultConfig() Config {
 	return Config{
-		Listen:       ":7609",
-		MaxConns:     10000,
-		IdleTimeout:  5 * time.Minute,
-		ReadTimeout:  10 * time.Second,
-		WriteTimeout: 10 * time.Second,
-		DrainTimeout: 5 * time.Second,
+		Listen:         ":7609",
+		MaxConns:       10000,
+		IdleTimeout:    5 * time.Minute,
+		ReadTimeout:    10 * time.Second,
+		WriteTimeout:   10 * time.Second,
+		DrainTimeout:   5 * time.Second,
+		CloseOnNoLease: true,
 	}
 }
 

@@ -63,6 +63,13 @@ type conn struct {
 	pending []uint32
 	// ready caches the lease's Ready for the requests of one read.
 	ready bool
+	// strIDs is the connection's IDFORMAT: IDs as decimal bulk strings
+	// instead of RESP integers.
+	strIDs bool
+	// refused is set when an ID request was refused (-NOLEASE, -CLOCKBACK)
+	// and Config.CloseOnNoLease asks to close after the reply, so that a
+	// pooled client behind a balancer reconnects to a worker that serves.
+	refused bool
 
 	name    string
 	scratch [64]byte
@@ -98,10 +105,11 @@ func (c *conn) received(n int, now time.Time) {
 
 // execBuffered executes the complete requests in rbuf in order, flushing
 // whenever wbuf fills, until none is left or a write stalled. It returns
-// false when the connection must close: after QUIT, a broken write or a
-// protocol error, which it answers and reports in protoErr so the
-// transport can linger its own way.
-func (c *conn) execBuffered() (ok, protoErr bool) {
+// false when the connection must close: after QUIT, a broken write, a
+// protocol error or a refusal (CloseOnNoLease), the last two with linger
+// set, so that the transport lingers its own way and the error reaches a
+// client that pipelined more requests.
+func (c *conn) execBuffered() (ok, linger bool) {
 	for !c.stalled && c.r < c.w {
 		frame := c.rbuf[c.r:c.w]
 		n, err := c.p.parse(frame)
@@ -120,6 +128,9 @@ func (c *conn) execBuffered() (ok, protoErr bool) {
 			continue
 		}
 		if !c.exec(c.argv) {
+			if c.refused {
+				return false, true
+			}
 			c.flush()
 			return false, false
 		}

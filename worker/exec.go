@@ -27,7 +27,7 @@ func (c *conn) exec(args [][]byte) bool {
 	// Its latency is observed when its reply is written (flush): reading
 	// the clock per request costs more than the request on a VM.
 	c.pending[k]++
-	return !cmd.quit
+	return !cmd.quit && !c.refused
 }
 
 func (c *conn) wrongArgs(name string) {
@@ -36,20 +36,73 @@ func (c *conn) wrongArgs(name string) {
 	c.wbuf = append(c.wbuf, "' command\r\n"...)
 }
 
-func (c *conn) nextID([][]byte) result { return c.issue(1, false) }
+// nextID is NEXTID [STRING|INTEGER].
+func (c *conn) nextID(args [][]byte) result {
+	str, ok := c.idFormat("nextid", args[1:])
+	if !ok {
+		return resError
+	}
+	return c.issue(1, false, str)
+}
 
+// nextIDs is NEXTIDS <n> [STRING|INTEGER].
 func (c *conn) nextIDs(args [][]byte) result {
 	n, ok := resp.ParseInt(args[1])
 	if !ok || n < 1 || n > snowflake.MaxBatch {
 		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR count must be an integer in 1..4096, got ", args[1])
 		return resError
 	}
-	return c.issue(int(n), true)
+	str, ok := c.idFormat("nextids", args[2:])
+	if !ok {
+		return resError
+	}
+	return c.issue(int(n), true, str)
+}
+
+// idFormat reads the optional format word that ends an ID command: STRING
+// or INTEGER, any case; without one, the connection's IDFORMAT holds. A
+// wrong word is answered here (ok false).
+func (c *conn) idFormat(name string, rest [][]byte) (str, ok bool) {
+	switch {
+	case len(rest) == 0:
+		return c.strIDs, true
+	case len(rest) > 1:
+		c.wrongArgs(name)
+		return false, false
+	case equalFold(rest[0], "string"):
+		return true, true
+	case equalFold(rest[0], "integer"):
+		return false, true
+	}
+	c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR ID format must be STRING or INTEGER, got ", rest[0])
+	return false, false
+}
+
+// idFormatCmd is IDFORMAT [STRING|INTEGER]: it sets the connection's
+// default for NEXTID and NEXTIDS (+OK), so that a pool can set it once per
+// connection; without an argument it answers the format in force.
+func (c *conn) idFormatCmd(args [][]byte) result {
+	if len(args) == 1 {
+		if c.strIDs {
+			c.wbuf = resp.AppendSimple(c.wbuf, "STRING")
+		} else {
+			c.wbuf = resp.AppendSimple(c.wbuf, "INTEGER")
+		}
+		return resOK
+	}
+	str, ok := c.idFormat("idformat", args[1:])
+	if !ok {
+		return resError
+	}
+	c.strIDs = str
+	c.wbuf = resp.AppendSimple(c.wbuf, "OK")
+	return resOK
 }
 
 // issue is the hot path: one Ready check, one CAS in the generator, and
-// the integers appended straight into the write buffer.
-func (c *conn) issue(n int, array bool) result {
+// the IDs appended straight into the write buffer, as RESP integers or, for
+// clients whose numbers hold 53 bits, as decimal bulk strings (str).
+func (c *conn) issue(n int, array, str bool) result {
 	l := c.s.lease
 	g := l.Generator()
 	// Ready is checked once per read, not per request: the generator itself
@@ -73,12 +126,18 @@ func (c *conn) issue(n int, array bool) result {
 		return c.idError(err)
 	}
 	c.s.m.ids.Add(float64(n))
-	if !array {
+	switch {
+	case !array && str:
+		c.wbuf = resp.AppendBulkInt(c.wbuf, first)
+	case !array:
 		c.wbuf = resp.AppendInt(c.wbuf, first)
-		return resOK
+	case str:
+		c.wbuf = resp.AppendArrayHeader(c.wbuf, n) // the run grows wbuf once
+		c.wbuf = resp.AppendBulkIntRun(c.wbuf, first, n)
+	default:
+		c.wbuf = resp.AppendArrayHeader(c.wbuf, n)
+		c.wbuf = resp.AppendIntRun(c.wbuf, first, n)
 	}
-	c.wbuf = resp.AppendArrayHeader(c.wbuf, n) // AppendIntRun grows wbuf once for the run
-	c.wbuf = resp.AppendIntRun(c.wbuf, first, n)
 	return resOK
 }
 

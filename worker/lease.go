@@ -71,7 +71,11 @@ func clockBehind(ms int64) string {
 	return fmt.Sprintf("the clock is %dms behind the last issued ID; this worker issues none until it catches up; try another worker", ms)
 }
 
+// leaseReply answers a refusal; with CloseOnNoLease the connection closes
+// after it, so that a generic pooled client's reconnect lands, through its
+// balancer, on a worker that serves.
 func (c *conn) leaseReply(r result, msg string) result {
+	c.refused = c.s.cfg.CloseOnNoLease
 	code := resp.CodeNoLease
 	if r == resClockBack {
 		code = resp.CodeClockBack

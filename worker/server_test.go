@@ -38,6 +38,7 @@ func TestLive(t *testing.T) {
 
 func testLive(t *testing.T, zk *zktest.Server) {
 	t.Run("go-redis", func(t *testing.T) { testGoRedis(t, zk) })
+	t.Run("id-format", func(t *testing.T) { testIDFormat(t, zk) })
 	t.Run("redis-cli", func(t *testing.T) { testRedisCLI(t, zk) })
 	t.Run("admin", func(t *testing.T) { testAdmin(t, zk) })
 	t.Run("abuse", func(t *testing.T) { testAbuse(t, zk) })
@@ -105,7 +106,12 @@ func testGoRedis(t *testing.T, zk *zktest.Server) {
 		{[]any{"NEXTIDS", "4097"}, "ERR count must be an integer in 1..4096, got '4097'"},
 		{[]any{"NEXTIDS", "ten"}, "ERR count must be an integer in 1..4096, got 'ten'"},
 		{[]any{"NEXTIDS"}, "ERR wrong number of arguments for 'nextids' command"},
-		{[]any{"NEXTID", "1"}, "ERR wrong number of arguments for 'nextid' command"},
+		{[]any{"NEXTID", "1"}, "ERR ID format must be STRING or INTEGER, got '1'"},
+		{[]any{"NEXTID", "STRING", "x"}, "ERR wrong number of arguments for 'nextid' command"},
+		{[]any{"NEXTIDS", "3", "BIGINT"}, "ERR ID format must be STRING or INTEGER, got 'BIGINT'"},
+		{[]any{"NEXTIDS", "3", "STRING", "x"}, "ERR wrong number of arguments for 'nextids' command"},
+		{[]any{"IDFORMAT", "HEX"}, "ERR ID format must be STRING or INTEGER, got 'HEX'"},
+		{[]any{"IDFORMAT", "STRING", "x"}, "ERR wrong number of arguments for 'idformat' command"},
 		{[]any{"DECODE", "x\r\ny"}, `ERR id must be a non-negative 64-bit integer, got 'x\x0d\x0ay'`},
 		{[]any{"DECODE", "-1"}, "ERR id must be a non-negative 64-bit integer, got '-1'"},
 		{[]any{"FOO", "bar"}, "ERR unknown command 'FOO'"},
@@ -131,7 +137,7 @@ func testGoRedis(t *testing.T, zk *zktest.Server) {
 	if n, err := c.Do(ctx, "COMMAND", "COUNT").Int(); err != nil || n != len(w.srv.cmds)-1 {
 		t.Fatalf("COMMAND COUNT = %d, %v", n, err)
 	}
-	if cmds, err := c.Command(ctx).Result(); err != nil || cmds["nextids"] == nil || cmds["nextids"].Arity != 2 {
+	if cmds, err := c.Command(ctx).Result(); err != nil || cmds["nextids"] == nil || cmds["nextids"].Arity != -2 {
 		t.Fatalf("COMMAND = %v, %v", cmds, err)
 	}
 
@@ -634,7 +640,9 @@ func testZeroAlloc(t *testing.T, zk *zktest.Server) {
 	// millisecond (its wait gate, when a millisecond's 4,096 are used up)
 	// averages out below one per request; NEXTIDS 4096 pays it every time.
 	many := [][]byte{[]byte("NEXTIDS"), []byte("64")}
-	for _, args := range [][][]byte{one, many} {
+	oneStr := [][]byte{[]byte("NEXTID"), []byte("STRING")}
+	manyStr := [][]byte{[]byte("NEXTIDS"), []byte("64"), []byte("string")}
+	for _, args := range [][][]byte{one, many, oneStr, manyStr} {
 		allocs := testing.AllocsPerRun(200, func() {
 			c.wbuf = c.wbuf[:0]
 			if !c.exec(args) || c.wbuf[0] == '-' {

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/snowfleet/snowfleet/coordinator"
@@ -32,6 +33,9 @@ func TestFlagsBindConfigFields(t *testing.T) {
 			}
 			before := f.Interface()
 			probe := map[reflect.Kind]string{reflect.String: "x:1", reflect.Int: "7", reflect.Int64: "7ms", reflect.Slice: "h:1,h:2"}[f.Kind()]
+			if f.Kind() == reflect.Bool {
+				probe = strconv.FormatBool(!f.Bool())
+			}
 			if err := o.fs.Set(name, probe); err != nil {
 				t.Errorf("--%s %s: %v", name, probe, err)
 				continue

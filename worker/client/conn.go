@@ -181,6 +181,13 @@ func (c *Conn) readLine() ([]byte, error) {
 
 func (c *Conn) replyError(msg []byte) *ReplyError {
 	code, text := resp.SplitError(string(msg))
+	if code == resp.CodeNoLease || code == resp.CodeClockBack {
+		// A worker that refuses closes the connection after the reply
+		// (--close-on-nolease, the default): it is not pooled again, so
+		// the next request after the backoff dials afresh instead of
+		// failing on a dead socket.
+		c.broken = true
+	}
 	return &ReplyError{Addr: c.addr, Code: code, Message: text}
 }
 

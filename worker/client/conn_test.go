@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -88,22 +89,39 @@ func TestConnFramesRequests(t *testing.T) {
 }
 
 func TestConnErrorReplyKeepsConnection(t *testing.T) {
-	addr, _ := scriptedPeer(t, "-NOLEASE no lease held: standby\r\n", "-CLOCKBACK clock is 40ms behind\r\n", ":5\r\n")
+	addr, _ := scriptedPeer(t, "-ERR count must be an integer in 1..4096, got '0'\r\n", ":5\r\n")
 	c := dialT(t, addr)
 	_, err := c.Next()
 	var re *ReplyError
-	if !errors.As(err, &re) || re.Code != CodeNoLease || re.Message != "no lease held: standby" || re.Addr != addr || !re.Retryable() {
-		t.Fatalf("Next error = %#v, want a NOLEASE *ReplyError", err)
-	}
-	ids := make([]int64, 2)
-	if err := c.NextN(ids); !errors.As(err, &re) || re.Code != CodeClockBack {
-		t.Fatalf("NextN error = %v, want CLOCKBACK", err)
+	if !errors.As(err, &re) || re.Code != "ERR" || re.Retryable() {
+		t.Fatalf("Next error = %#v, want an ERR *ReplyError", err)
 	}
 	if c.Broken() {
 		t.Fatal("an error reply broke the connection")
 	}
 	if id, err := c.Next(); err != nil || id != 5 {
-		t.Fatalf("Next after error replies = %d, %v", id, err)
+		t.Fatalf("Next after an error reply = %d, %v", id, err)
+	}
+}
+
+// A refusal is retryable, and retires the connection: the worker closes it
+// after the reply (--close-on-nolease), so it must not be pooled again.
+func TestConnRefusalRetiresConnection(t *testing.T) {
+	for _, reply := range []string{"-NOLEASE no lease held: standby\r\n", "-CLOCKBACK clock is 40ms behind\r\n"} {
+		addr, _ := scriptedPeer(t, reply)
+		c := dialT(t, addr)
+		ids := make([]int64, 2)
+		err := c.NextN(ids)
+		var re *ReplyError
+		if !errors.As(err, &re) || (re.Code != CodeNoLease && re.Code != CodeClockBack) || re.Addr != addr || !re.Retryable() {
+			t.Fatalf("NextN error = %#v, want a retryable refusal", err)
+		}
+		if strings.Contains(reply, "standby") && re.Message != "no lease held: standby" {
+			t.Fatalf("message = %q", re.Message)
+		}
+		if !c.Broken() {
+			t.Fatalf("%q left the connection poolable", reply)
+		}
 	}
 }
 

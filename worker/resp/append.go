@@ -21,16 +21,39 @@ func AppendInt(dst []byte, v int64) []byte {
 // NEXTIDS 4096: here one line is kept in a small array, its decimal digits
 // incremented in place (a carry rarely passes two digits), and copied out.
 func AppendIntRun(dst []byte, first int64, n int) []byte {
+	return appendRun(dst, first, n, false)
+}
+
+// AppendBulkIntRun appends the same run as decimal bulk strings
+// ("$19\r\n2128468594658009000\r\n"): the reply of NEXTIDS n STRING, for
+// clients whose numbers hold 53 bits (JavaScript), at the cost of
+// AppendIntRun.
+func AppendBulkIntRun(dst []byte, first int64, n int) []byte {
+	return appendRun(dst, first, n, true)
+}
+
+// AppendBulkInt appends v in decimal as a bulk string.
+func AppendBulkInt(dst []byte, v int64) []byte {
+	var digits [20]byte
+	return AppendBulk(dst, strconv.AppendInt(digits[:0], v, 10))
+}
+
+// appendRun appends first .. first+n-1 as integers or as bulk strings, by
+// incrementing the digits of one line in place. Every line ends in its
+// digits and CR LF, so the last digit is 3 bytes from the line's end. (A
+// bool, not a func value: through an indirect call, line would escape.)
+func appendRun(dst []byte, first int64, n int, bulk bool) []byte {
 	if n <= 0 {
 		return dst
 	}
-	var line [24]byte // ':', at most 19 digits, CR LF
-	w := len(AppendInt(line[:0], first))
-	if digits := w - 3; digits < 19 && first+int64(n-1) >= pow10(digits) {
-		// The run crosses a power of ten (99 -> 100): only IDs this small
-		// do, so the plain way is good enough.
+	var line [32]byte // "$19\r\n" or ':', at most 19 digits, CR LF
+	w := len(appendOne(line[:0], first, bulk))
+	if digits := decimalDigits(first); digits < 19 && first+int64(n-1) >= pow10(digits) {
+		// The run crosses a power of ten (99 -> 100), which changes the
+		// line's length: only IDs this small do, so the plain way is good
+		// enough.
 		for i := range int64(n) {
-			dst = AppendInt(dst, first+i)
+			dst = appendOne(dst, first+i, bulk)
 		}
 		return dst
 	}
@@ -39,7 +62,7 @@ func AppendIntRun(dst []byte, first int64, n int) []byte {
 	for i := 0; i < n; i++ {
 		copy(dst[at:at+w], line[:w])
 		at += w
-		d := w - 3 // the last digit; past the run's end a carry may reach the ':', harmlessly
+		d := w - 3 // the last digit; past the run's end a carry may reach the prefix, harmlessly
 		for line[d] == '9' {
 			line[d] = '0'
 			d--
@@ -47,6 +70,22 @@ func AppendIntRun(dst []byte, first int64, n int) []byte {
 		line[d]++
 	}
 	return dst
+}
+
+func appendOne(dst []byte, v int64, bulk bool) []byte {
+	if bulk {
+		return AppendBulkInt(dst, v)
+	}
+	return AppendInt(dst, v)
+}
+
+// decimalDigits is how many decimal digits v >= 0 has.
+func decimalDigits(v int64) int {
+	d := 1
+	for ; v >= 10; v /= 10 {
+		d++
+	}
+	return d
 }
 
 // pow10 is 10 to the power e, for e < 19.

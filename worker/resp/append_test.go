@@ -17,6 +17,19 @@ func naiveRun(dst []byte, first int64, n int) []byte {
 	return dst
 }
 
+// naiveBulkRun is what AppendBulkIntRun must produce.
+func naiveBulkRun(dst []byte, first int64, n int) []byte {
+	for i := range int64(n) {
+		digits := strconv.FormatInt(first+i, 10)
+		dst = append(dst, '$')
+		dst = strconv.AppendInt(dst, int64(len(digits)), 10)
+		dst = append(dst, '\r', '\n')
+		dst = append(dst, digits...)
+		dst = append(dst, '\r', '\n')
+	}
+	return dst
+}
+
 func TestAppendIntRun(t *testing.T) {
 	cases := []struct {
 		first int64
@@ -41,9 +54,17 @@ func TestAppendIntRun(t *testing.T) {
 		if string(got) != string(want) {
 			t.Fatalf("AppendIntRun(%d, %d): differs from strconv at byte %d", tc.first, tc.n, firstDiff(got, want))
 		}
+		got = AppendBulkIntRun(append([]byte(nil), prefix...), tc.first, tc.n)
+		want = naiveBulkRun(append([]byte(nil), prefix...), tc.first, tc.n)
+		if string(got) != string(want) {
+			t.Fatalf("AppendBulkIntRun(%d, %d): differs from strconv at byte %d", tc.first, tc.n, firstDiff(got, want))
+		}
 	}
 	if got := AppendIntRun([]byte("x"), 5, 0); string(got) != "x" {
 		t.Fatalf("AppendIntRun with n=0 appended %q", got[1:])
+	}
+	if got := AppendBulkIntRun([]byte("x"), 5, 0); string(got) != "x" {
+		t.Fatalf("AppendBulkIntRun with n=0 appended %q", got[1:])
 	}
 }
 
@@ -59,10 +80,15 @@ func firstDiff(a, b []byte) int {
 // BenchmarkAppendIntRun: a NEXTIDS 4096 reply body, against strconv per ID.
 func BenchmarkAppendIntRun(b *testing.B) {
 	const first = 1724551110457217023
-	buf := make([]byte, 0, 4096*22)
+	buf := make([]byte, 0, 4096*26)
 	b.Run("run", func(b *testing.B) {
 		for range b.N {
 			buf = AppendIntRun(buf[:0], first, 4096)
+		}
+	})
+	b.Run("bulk", func(b *testing.B) {
+		for range b.N {
+			buf = AppendBulkIntRun(buf[:0], first, 4096)
 		}
 	})
 	b.Run("strconv", func(b *testing.B) {
