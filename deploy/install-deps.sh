@@ -15,7 +15,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   redis-tools    redis-cli and redis-benchmark, the real clients of the RESP tests
 #   redis-server   Redis itself, the baseline of make bench-server
 #   debootstrap    the ZooKeeper image the integration suite builds (make up too)
-packages=(redis-server redis-tools debootstrap)
+#   haproxy, python3-redis, node-redis
+#                  the L4 balancer and the client libraries, not ours, that
+#                  integration/clients draws IDs with
+packages=(redis-server redis-tools debootstrap haproxy python3-redis node-redis)
 [[ ${SNOWFLEET_SKIP_ZK:-} == 1 ]] || packages=(zookeeper "${packages[@]}")
 
 if [[ ${CI:-} == true ]]; then
@@ -49,6 +52,10 @@ fi
 # A developer's Redis is left alone: only one just installed, or any in CI.
 if [[ " ${missing[*]} " == *" redis-server "* || ${CI:-} == true ]]; then
 	as_root service redis-server stop >/dev/null 2>&1 || true
+fi
+# Likewise HAProxy's service on its sample config: the tests run their own.
+if [[ " ${missing[*]} " == *" haproxy "* || ${CI:-} == true ]]; then
+	as_root service haproxy stop >/dev/null 2>&1 || true
 fi
 
 if [[ ${SNOWFLEET_SKIP_DOCKER:-} != 1 ]] && ! docker info >/dev/null 2>&1; then
