@@ -9,9 +9,20 @@ import (
 	"time"
 )
 
-// call runs one request on a worker, retrying on another (or the same
-// after its backoff) on a refusal or a broken connection, until ctx ends.
+// call runs one request on a worker for a caller, retrying on another (or
+// the same after its backoff) on a refusal or a broken connection, until
+// ctx ends; a call that fails counts in snowflake_client_failures_total.
 func (c *Client) call(ctx context.Context, req func(*Conn) error) error {
+	err := c.try(ctx, req)
+	if err != nil {
+		c.m.failures.Inc()
+	}
+	return err
+}
+
+// try is call without the failure count, for the background prefetch,
+// whose failures no caller sees.
+func (c *Client) try(ctx context.Context, req func(*Conn) error) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.CallTimeout)
@@ -53,7 +64,6 @@ func (c *Client) call(ctx context.Context, req func(*Conn) error) error {
 			return nil
 		}
 		if !retryable(err) {
-			c.m.failures.Inc()
 			return err
 		}
 		last = err
@@ -172,7 +182,6 @@ func retryable(err error) bool {
 
 // fail builds the error of a call that ran out of time or workers.
 func (c *Client) fail(attempts int, last, ctxErr error) error {
-	c.m.failures.Inc()
 	if c.isClosed() {
 		return ErrClosed
 	}

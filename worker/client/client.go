@@ -29,6 +29,8 @@ type Client struct {
 	zk     *zk.Conn
 	cancel context.CancelFunc
 	done   chan struct{} // discovery has returned
+
+	pf atomic.Pointer[prefetch] // nil unless Config.Prefetch
 }
 
 // New returns a Client for cfg. With Servers it opens a ZooKeeper session
@@ -50,32 +52,52 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Client, erro
 			return nil, err
 		}
 	}
-	m, err := newMetrics(reg, cfg.ConstLabels)
+	c := &Client{cfg: cfg, log: log, changed: make(chan struct{}), shut: make(chan struct{}), done: make(chan struct{})}
+	m, err := newMetrics(reg, cfg.ConstLabels, c.prefetched)
 	if err != nil {
 		if conn != nil {
 			conn.Close()
 		}
 		return nil, err
 	}
-	c := &Client{cfg: cfg, log: log, m: m, changed: make(chan struct{}), shut: make(chan struct{}), done: make(chan struct{})}
+	c.m = m
 	empty := []*endpoint{}
 	c.eps.Store(&empty)
 	if conn == nil {
 		c.setEndpoints(cfg.Static)
 		close(c.done)
-		return c, nil
+	} else {
+		ctx, cancel := context.WithCancel(context.Background())
+		c.zk, c.cancel = conn, cancel
+		go c.discover(ctx)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	c.zk, c.cancel = conn, cancel
-	go c.discover(ctx)
+	if cfg.Prefetch > 0 {
+		c.pf.Store(newPrefetch(c))
+	}
 	return c, nil
+}
+
+// prefetched is the prefetch buffer's fill, for its gauge.
+func (c *Client) prefetched() float64 {
+	if p := c.pf.Load(); p != nil {
+		return p.buffered()
+	}
+	return 0
 }
 
 // Next returns one ID (a NEXTID). ctx's deadline bounds the whole call,
 // retries included (CallTimeout when it has none); a cancel without a
 // deadline is noticed between attempts, an attempt itself is bounded by
 // RequestTimeout.
+//
+// With Config.Prefetch, Next hands out a buffered ID when one is there, and
+// asks a worker itself only when the buffer is empty.
 func (c *Client) Next(ctx context.Context) (int64, error) {
+	if p := c.pf.Load(); p != nil {
+		if id, ok := p.next(); ok {
+			return id, nil
+		}
+	}
 	var id int64
 	err := c.call(ctx, func(conn *Conn) error {
 		v, err := conn.Next()
@@ -124,6 +146,9 @@ func (c *Client) Close() error {
 	defer close(c.shut)
 	c.closed = true
 	c.mu.Unlock()
+	if p := c.pf.Load(); p != nil {
+		p.close()
+	}
 	if c.cancel != nil {
 		c.cancel()
 		// Closing the session first fails a discovery call that waits on an

@@ -52,6 +52,18 @@ type Config struct {
 	Backoff time.Duration
 	// MaxBackoff caps the doubled Backoff.
 	MaxBackoff time.Duration
+	// Prefetch, when above 0, turns on the prefetch buffer behind Next: the
+	// client fetches runs of Prefetch IDs (NEXTIDS Prefetch, up to MaxBatch)
+	// in the background, before the buffer runs dry, and Next hands out an
+	// ID from it without a round trip. Next's IDs are then unique but no
+	// longer ascending from call to call (runs of several workers
+	// interleave), and each is up to MaxStaleness old. NextN always asks a
+	// worker. 0 (the default) is off.
+	Prefetch int
+	// MaxStaleness is how old, by this process's clock, a prefetched ID may
+	// be when Next hands it out; older ones are dropped, never handed out
+	// (snowflake_client_prefetch_dropped_total).
+	MaxStaleness time.Duration
 	// ConstLabels are added to every metric of this Client, e.g.
 	// {"client": "orders"}, so that several Clients can register in one
 	// Registerer; nil for none. The metric names stay snowflake_client_*.
@@ -60,7 +72,8 @@ type Config struct {
 
 // DefaultConfig: root /snowflake, pool of 4 connections per worker idle at
 // most 1m, dial timeout 1s, request timeout 1s, call timeout 5s, backoff 250ms doubling up
-// to 5s, ZooKeeper session 10s. Servers and Static are left empty.
+// to 5s, ZooKeeper session 10s, prefetch off (MaxStaleness 1s once on).
+// Servers and Static are left empty.
 func DefaultConfig() Config {
 	return Config{
 		Root:           coordinator.DefaultRoot,
@@ -72,6 +85,7 @@ func DefaultConfig() Config {
 		CallTimeout:    5 * time.Second,
 		Backoff:        250 * time.Millisecond,
 		MaxBackoff:     5 * time.Second,
+		MaxStaleness:   time.Second,
 	}
 }
 
@@ -116,6 +130,10 @@ func (c Config) Validate() error {
 		return bad("Backoff", c.Backoff, "must be positive")
 	case c.MaxBackoff < c.Backoff:
 		return bad("MaxBackoff", c.MaxBackoff, fmt.Sprintf("must be at least Backoff %v", c.Backoff))
+	case c.Prefetch < 0 || c.Prefetch > MaxBatch:
+		return bad("Prefetch", c.Prefetch, fmt.Sprintf("must be in 0..%d (0: off)", MaxBatch))
+	case c.Prefetch > 0 && c.MaxStaleness < 10*time.Millisecond:
+		return bad("MaxStaleness", c.MaxStaleness, "must be at least 10ms with Prefetch on: a younger run could not be handed out")
 	}
 	if err := checkConstLabels(c.ConstLabels); err != nil {
 		return fmt.Errorf("client config: %w", err)

@@ -25,11 +25,13 @@ type metrics struct {
 	backoffs                                 prometheus.Counter
 	failures                                 prometheus.Counter
 	endpoints                                prometheus.Gauge
+	prefetchDropped                          prometheus.Counter
 }
 
 // newMetrics registers the client's metrics in reg (if not nil), each with
 // the constant labels; distinct labels let several Clients share reg.
-func newMetrics(reg prometheus.Registerer, constLabels map[string]string) (*metrics, error) {
+// buffered reads the prefetch buffer's fill.
+func newMetrics(reg prometheus.Registerer, constLabels map[string]string, buffered func() float64) (*metrics, error) {
 	labels := prometheus.Labels(constLabels)
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "snowflake_client_requests_total",
@@ -62,9 +64,19 @@ func newMetrics(reg prometheus.Registerer, constLabels map[string]string) (*metr
 			Help:        "Workers the client knows (discovered or static), healthy or not.",
 			ConstLabels: labels,
 		}),
+		prefetchDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "snowflake_client_prefetch_dropped_total",
+			Help:        "Prefetched IDs dropped unused because they grew older than MaxStaleness (Config.Prefetch).",
+			ConstLabels: labels,
+		}),
 	}
+	prefetched := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "snowflake_client_prefetch_buffered",
+		Help:        "Prefetched IDs waiting in the buffer behind Next (0 with Config.Prefetch off).",
+		ConstLabels: labels,
+	}, buffered)
 	if reg != nil {
-		for _, col := range []prometheus.Collector{requests, m.retries, m.backoffs, m.failures, m.endpoints} {
+		for _, col := range []prometheus.Collector{requests, m.retries, m.backoffs, m.failures, m.endpoints, m.prefetchDropped, prefetched} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("client: register metrics: %w", err)
 			}
