@@ -16,8 +16,10 @@
 // hand-written reader parses the integers straight out of the read buffer
 // into the caller's slice, so Next allocates nothing (given a ctx with a
 // deadline; without one, the CallTimeout context is the call's allocation)
-// and NextN only its result. Conn, the single-connection building block, is
-// exported for tools that pipeline (snowflakectl bench).
+// and NextN only its result. The reply codes, the integer parser and the
+// request encoders are package worker/resp, which the worker answers with.
+// Conn, the single-connection building block, is exported for tools that
+// pipeline (snowflakectl bench).
 //
 // Every ID a call returns has been checked: positive, and for NextN exactly n
 // of them, strictly ascending.
