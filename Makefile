@@ -6,7 +6,7 @@ PKGS     := ./...
 # build with (go mod tidy writes it with its patch number, a toolchain name).
 GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps build test bench lint sim bench-server bench-worker fuzz images images-clean up down integration check clean
+.PHONY: all deps build test bench lint sim bench-server bench-worker bench-client fuzz images images-clean up down integration check clean
 
 all: build
 
@@ -60,6 +60,10 @@ bench-server:
 ## bench-worker: Go benchmarks of the RESP server over loopback
 bench-worker:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./worker/
+
+## bench-client: the Go client's prefetch from a live 3-worker fleet, beside bwmarrin/snowflake in process
+bench-client:
+	$(GO) test -run '^$$' -bench Prefetch -benchtime 3s ./worker/client/
 
 ## fuzz: the RESP parser (seed corpus in worker/testdata/fuzz)
 fuzz:

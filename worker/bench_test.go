@@ -64,10 +64,15 @@ func roundTrips(b *testing.B, w *testWorker, conns int, req string, perReq, line
 	return total / el.Seconds()
 }
 
-// BenchmarkNextID: 50 connections, one NEXTID in flight on each.
+// BenchmarkNextID: 50 connections, one NEXTID in flight on each; the
+// string sub-benchmark asks for the ID as a bulk string (NEXTID STRING),
+// side by side with the integer one.
 func BenchmarkNextID(b *testing.B) {
 	w := benchWorker(b)
 	b.Run("c50", func(b *testing.B) { roundTrips(b, w, 50, "*1\r\n$6\r\nNEXTID\r\n", 1, 1) })
+	b.Run("c50-string", func(b *testing.B) {
+		roundTrips(b, w, 50, "*2\r\n$6\r\nNEXTID\r\n$6\r\nSTRING\r\n", 1, 2)
+	})
 }
 
 // BenchmarkNextIDPipelined: 50 connections, 16 NEXTID per write.
@@ -78,12 +83,17 @@ func BenchmarkNextIDPipelined(b *testing.B) {
 	})
 }
 
-// BenchmarkNextIDs4096: one connection, NEXTIDS 4096 one at a time; the
-// ids/s metric is what a batching client gets (the format's cap is 4,096,000).
+// BenchmarkNextIDs4096: one connection, NEXTIDS 4096 one at a time, as
+// integers and as strings; the ids/s metric is what a batching client gets (the format's cap is 4,096,000).
 func BenchmarkNextIDs4096(b *testing.B) {
 	w := benchWorker(b)
 	b.Run("c1", func(b *testing.B) {
 		rate := roundTrips(b, w, 1, "*2\r\n$7\r\nNEXTIDS\r\n$4\r\n4096\r\n", 1, 4097)
+		b.ReportMetric(rate*4096, "ids/s")
+	})
+	// The same IDs as bulk strings (NEXTIDS 4096 STRING): two lines an ID.
+	b.Run("c1-string", func(b *testing.B) {
+		rate := roundTrips(b, w, 1, "*3\r\n$7\r\nNEXTIDS\r\n$4\r\n4096\r\n$6\r\nSTRING\r\n", 1, 1+2*4096)
 		b.ReportMetric(rate*4096, "ids/s")
 	})
 }
