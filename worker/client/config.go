@@ -135,8 +135,5 @@ func (c Config) Validate() error {
 	case c.Prefetch > 0 && c.MaxStaleness < 10*time.Millisecond:
 		return bad("MaxStaleness", c.MaxStaleness, "must be at least 10ms with Prefetch on: a younger run could not be handed out")
 	}
-	if err := checkConstLabels(c.ConstLabels); err != nil {
-		return fmt.Errorf("client config: %w", err)
-	}
-	return nil
+	return checkConstLabels(c.ConstLabels)
 }

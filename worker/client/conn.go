@@ -27,7 +27,8 @@ var nextIDCmd = []byte("*1\r\n$6\r\nNEXTID\r\n")
 // order by Receive*. A Conn is not safe for concurrent use.
 //
 // After an I/O error or a *ProtocolError the Conn is Broken and must be
-// closed; after a *ReplyError it stays usable.
+// closed; after a -ERR *ReplyError it stays usable, after a refusal
+// (-NOLEASE, -CLOCKBACK) it is Broken too, since the worker closes it.
 type Conn struct {
 	addr   string
 	nc     net.Conn

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // Results of one request to one worker, the result label of
@@ -91,11 +93,11 @@ func checkConstLabels(labels map[string]string) error {
 	for _, name := range slices.Sorted(maps.Keys(labels)) {
 		switch {
 		case !validLabelName(name):
-			return fmt.Errorf("ConstLabels name %q must match [a-zA-Z_][a-zA-Z0-9_]* and not begin with __", name)
+			return &snowflake.ConfigError{Field: "ConstLabels", Value: name, Reason: "is not a label name: it must match [a-zA-Z_][a-zA-Z0-9_]* and not begin with __"}
 		case name == "result":
-			return fmt.Errorf("ConstLabels name %q is the label of snowflake_client_requests_total; choose another", name)
+			return &snowflake.ConfigError{Field: "ConstLabels", Value: name, Reason: "is the label of snowflake_client_requests_total; choose another"}
 		case labels[name] == "":
-			return fmt.Errorf("ConstLabels %q has an empty value, which Prometheus treats as no label", name)
+			return &snowflake.ConfigError{Field: "ConstLabels", Value: name, Reason: "has an empty value, which Prometheus treats as no label"}
 		}
 	}
 	return nil
