@@ -28,12 +28,23 @@ func (e *leaseError) Error() string        { return e.msg }
 func (e *leaseError) Is(target error) bool { return target == ErrNoLease }
 
 // RollbackError says how far the clock is behind the last issued timestamp.
+// With a logical clock (Logical) it also says which bound stopped it:
+// MaxLead, or the ceiling (CeilingMs, Unix ms).
 type RollbackError struct {
-	Behind time.Duration
+	Behind    time.Duration
+	MaxLead   time.Duration
+	CeilingMs int64
 }
 
 func (e *RollbackError) Error() string {
-	return fmt.Sprintf("clock rollback: clock is %v behind the last issued timestamp", e.Behind)
+	msg := fmt.Sprintf("clock rollback: clock is %v behind the last issued timestamp", e.Behind)
+	switch {
+	case e.MaxLead > 0:
+		msg += fmt.Sprintf(", and the logical clock may lead it by %v at most", e.MaxLead)
+	case e.CeilingMs > 0:
+		msg += fmt.Sprintf(", and the logical clock reached the lease ceiling %d", e.CeilingMs)
+	}
+	return msg
 }
 
 // Unwrap makes errors.Is(err, ErrClockRollback) true.

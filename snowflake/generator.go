@@ -23,16 +23,60 @@ type Config struct {
 	MaxRollbackWait time.Duration
 	// Clock is the source of time; nil means SystemClock.
 	Clock Clock
+	// OnClockBack is what the generator does when the clock is behind the
+	// last issued timestamp by more than MaxRollbackWait: Refuse (fail fast
+	// with a *RollbackError until the clock catches up) or Logical (go on
+	// from the last issued timestamp, taking the next millisecond when its
+	// sequence is used up, within MaxLead and the ceiling).
+	OnClockBack ClockBackPolicy
+	// MaxLead bounds Logical: the generator never issues a timestamp more
+	// than MaxLead ahead of the clock; beyond it, it refuses as Refuse does.
+	// Ignored with Refuse.
+	MaxLead time.Duration
+}
+
+// ClockBackPolicy is Config.OnClockBack.
+type ClockBackPolicy int
+
+const (
+	// Refuse fails fast with a *RollbackError while the clock is behind
+	// the last issued timestamp by more than MaxRollbackWait.
+	Refuse ClockBackPolicy = iota
+	// Logical keeps issuing from the last issued timestamp (a logical
+	// clock), at most MaxLead ahead of the clock and never above the
+	// ceiling, until the clock catches up.
+	Logical
+)
+
+func (p ClockBackPolicy) String() string {
+	if p == Logical {
+		return "logical"
+	}
+	return "refuse"
+}
+
+// ParseClockBackPolicy reads "refuse" or "logical".
+func ParseClockBackPolicy(s string) (ClockBackPolicy, error) {
+	switch s {
+	case "refuse":
+		return Refuse, nil
+	case "logical":
+		return Logical, nil
+	}
+	return Refuse, fmt.Errorf("clock-back policy %q: want refuse or logical", s)
 }
 
 // DefaultConfig is a generator for slot dc00-m00 with no floor, an unbounded
-// ceiling and a 5 ms rollback wait: fit for standalone use. The coordinator
-// overrides Slot, Floor and Ceiling from its lease.
+// ceiling, a 5 ms rollback wait and Refuse beyond it: fit for standalone
+// use (without a ceiling a logical clock could run ahead unchecked, so
+// Logical is for generators under a lease). The coordinator overrides
+// Slot, Floor and Ceiling from its lease.
 func DefaultConfig() Config {
 	return Config{
 		Ceiling:         MaxUnixMs,
 		MaxRollbackWait: 5 * time.Millisecond,
 		Clock:           SystemClock{},
+		MaxLead:         10 * time.Second,
 	}
 }
 
@@ -50,6 +94,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxRollbackWait < 0 || c.MaxRollbackWait > time.Second {
 		return &ConfigError{Field: "MaxRollbackWait", Value: c.MaxRollbackWait, Reason: "is out of range 0..1s"}
+	}
+	if c.OnClockBack != Refuse && c.OnClockBack != Logical {
+		return &ConfigError{Field: "OnClockBack", Value: int(c.OnClockBack), Reason: "is neither Refuse nor Logical"}
+	}
+	if c.OnClockBack == Logical && c.MaxLead <= 0 {
+		return &ConfigError{Field: "MaxLead", Value: c.MaxLead, Reason: "must be positive with OnClockBack logical"}
 	}
 	return nil
 }
@@ -90,7 +140,11 @@ type Generator struct {
 	slotBit int64 // datacenter and machine, already shifted
 	slot    Slot
 	maxBack int64 // MaxRollbackWait in ms
+	maxLead int64 // MaxLead in ms with Logical; -1 with Refuse
 	clock   Clock
+	// logical counts IDs issued while the clock was behind the state (a
+	// logical clock, with Logical); off the hot path.
+	logical atomic.Uint64
 
 	// gate lets one goroutine sleep until the next millisecond while the
 	// others wait on it: 64 waiting goroutines cost one sleep, not 64. It is
@@ -119,7 +173,11 @@ func NewGenerator(cfg Config) (*Generator, error) {
 		slotBit: pack(0, cfg.Slot.Datacenter, cfg.Slot.Machine, 0),
 		slot:    cfg.Slot,
 		maxBack: cfg.MaxRollbackWait.Milliseconds(),
+		maxLead: -1,
 		clock:   cfg.Clock,
+	}
+	if cfg.OnClockBack == Logical {
+		g.maxLead = cfg.MaxLead.Milliseconds()
 	}
 	floor := max(cfg.Floor-Epoch, 0)
 	g.state.Store(floor<<SequenceBits | MaxSequence | floorBit)
@@ -171,6 +229,22 @@ func (g *Generator) reserve(n int64) (int64, error) {
 				return 0, &CeilingError{NowMs: now + Epoch, CeilingMs: ceil + Epoch}
 			}
 			next = now<<SequenceBits | (n - 1)
+		case now < last && g.maxLead >= 0:
+			// Logical: the clock is behind; go on from the state, within
+			// the lead bound and the ceiling. Off the hot path: a clock
+			// that is right never comes here.
+			var err error
+			if next, err = g.logicalNext(old, n, now, nowNs); err != nil {
+				return 0, err
+			}
+			if !g.state.CompareAndSwap(old, next) {
+				continue
+			}
+			g.logical.Add(uint64(n))
+			if next>>SequenceBits != last && old&floorBit == 0 {
+				g.done.Add(uint64(seq + 1))
+			}
+			return g.id(next - (n - 1)), nil
 		case last-now > g.maxBack:
 			return 0, &RollbackError{Behind: time.Duration(last*int64(time.Millisecond) - nowNs)}
 		case old&floorBit == 0 && seq+n <= MaxSequence:
@@ -196,6 +270,25 @@ func (g *Generator) reserve(n int64) (int64, error) {
 		}
 		return g.id(now << SequenceBits), nil
 	}
+}
+
+// logicalNext is the state after reserving n IDs on a logical clock, the
+// clock (now, in ms since Epoch) being behind the state old: the rest of
+// the state's millisecond, or the next one when the run does not fit;
+// never more than maxLead ahead of the clock nor above the ceiling.
+func (g *Generator) logicalNext(old, n, now, nowNs int64) (int64, error) {
+	last := old & stateMask >> SequenceBits
+	if old&floorBit == 0 && old&MaxSequence+n <= MaxSequence {
+		return old + n, nil // the same millisecond: no further ahead
+	}
+	ms := last + 1
+	if ms-now > g.maxLead {
+		return 0, &RollbackError{Behind: time.Duration(last*int64(time.Millisecond) - nowNs), MaxLead: time.Duration(g.maxLead) * time.Millisecond}
+	}
+	if ceil := g.ceiling.Load(); ms > ceil {
+		return 0, &RollbackError{Behind: time.Duration(last*int64(time.Millisecond) - nowNs), CeilingMs: ceil + Epoch}
+	}
+	return ms<<SequenceBits | (n - 1), nil
 }
 
 // id turns a state value (timestamp<<SequenceBits | sequence) into an ID.
@@ -282,6 +375,17 @@ func (g *Generator) Sealed() bool { return g.state.Load()&sealedBit != 0 }
 // LastMs is the last issued Unix ms timestamp, or the floor (at least Epoch)
 // if none was issued yet.
 func (g *Generator) LastMs() int64 { return g.state.Load()&stateMask>>SequenceBits + Epoch }
+
+// LogicalIssued is the number of IDs issued on a logical clock (Logical,
+// while the clock was behind the last issued timestamp).
+func (g *Generator) LogicalIssued() uint64 { return g.logical.Load() }
+
+// LeadMs is how far, in ms, the last issued timestamp is ahead of the
+// clock now: above 0 while a logical clock runs ahead (or the clock was
+// stepped back), 0 otherwise.
+func (g *Generator) LeadMs() int64 {
+	return max(g.LastMs()-g.clock.UnixNano()/int64(time.Millisecond), 0)
+}
 
 // Issued is the number of IDs issued so far.
 func (g *Generator) Issued() uint64 {
