@@ -52,6 +52,10 @@ func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, versi
 	return s.fenced(ctx, l, op)
 }
 
+// errShortMultiReply: a Multi answered without error but without the
+// results it was asked for.
+var errShortMultiReply = errors.New("incomplete multi reply")
+
 // writeResult classifies a fenced write.
 type writeResult int
 
@@ -72,12 +76,23 @@ func (s *session) fenced(ctx context.Context, l *lease, op any) (*zk.Stat, write
 		resp, err = s.conn.Multi(&zk.CheckVersionRequest{Path: l.path, Version: -1}, op)
 		return err
 	})
+	return classifyFenced(resp, err, op)
+}
+
+// classifyFenced reads the reply to Multi(Check(lease node), op).
+func classifyFenced(resp []zk.MultiResponse, err error, op any) (*zk.Stat, writeResult, error) {
 	switch {
 	case err == nil:
-		if len(resp) == 2 {
-			return resp[1].Stat, writeOK, nil
+		// The callers take the slot node's new version from the SetData's
+		// Stat (a Create carries none). A reply without it is not a
+		// confirmation: unknown, the outcome read again.
+		if len(resp) != 2 {
+			return nil, writeUnknown, fmt.Errorf("fenced write: %w: %d results, want 2", errShortMultiReply, len(resp))
 		}
-		return nil, writeOK, nil
+		if _, set := op.(*zk.SetDataRequest); set && resp[1].Stat == nil {
+			return nil, writeUnknown, fmt.Errorf("fenced write: %w: no Stat for the slot node", errShortMultiReply)
+		}
+		return resp[1].Stat, writeOK, nil
 	case unknownOutcome(err):
 		return nil, writeUnknown, err
 	}
