@@ -51,7 +51,8 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			c.setState(StateDisconnected)
 			continue
 		}
-		switch s.renew(ctx, l, gen) {
+		res, err := s.renew(ctx, l, gen)
+		switch res {
 		case writeOK:
 			c.setState(StateServing)
 		case writeUnknown:
@@ -62,6 +63,12 @@ func (s *session) hold(ctx context.Context, l *lease) {
 		case writeConflict:
 			s.lost(ctx, l, gen, "taken", true)
 			return
+		case writeFailed:
+			// Refused (an ACL changed, say): the ceiling can no longer be
+			// raised, so the lease is worth nothing; claim one we can keep.
+			s.refuse(l.slot, err)
+			s.lost(ctx, l, gen, "refused", true)
+			return
 		}
 	}
 }
@@ -70,7 +77,7 @@ func (s *session) hold(ctx context.Context, l *lease) {
 // never lower, whatever the clock did — and records the last issued
 // timestamp. The generator's ceiling moves only after the write is
 // confirmed.
-func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator) writeResult {
+func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator) (writeResult, error) {
 	c := s.c
 	for attempt := 0; ; attempt++ {
 		now := c.nowMs()
@@ -86,30 +93,29 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 			c.observeWrite(st, now, c.nowMs(), sent)
 			l.version, l.ceiling = st.Version, target
 			gen.SetCeiling(target)
-			return writeOK
+			return writeOK, nil
 		case writeUnknown:
 			c.m.renewErrors.WithLabelValues("unknown").Inc()
 			c.log.Debug("renew got no answer; serving up to the confirmed ceiling",
 				"slot", l.slot, "ceiling", time.UnixMilli(l.ceiling).UTC(), "error", err)
-			return writeUnknown
+			return writeUnknown, err
 		case writeLeaseGone:
 			c.m.renewErrors.WithLabelValues("lost").Inc()
-			return writeLeaseGone
+			return writeLeaseGone, err
 		case writeFailed:
 			c.m.renewErrors.WithLabelValues("failed").Inc()
-			c.log.Warn("renew refused", "slot", l.slot, "error", err)
-			return writeFailed
+			return writeFailed, err
 		}
 		// Bad version: if our earlier unanswered write landed, the slot still
 		// names us; adopt its version and reservation and write again.
 		c.m.renewErrors.WithLabelValues("bad_version").Inc()
 		rec, exists, err := s.readSlot(ctx, l)
 		if err != nil {
-			return writeUnknown
+			return writeUnknown, err
 		}
 		if !exists || rec.Holder != l.name || attempt >= 3 {
 			c.log.Warn("slot written by another holder", "slot", l.slot, "holder", rec.Holder, "exists", exists)
-			return writeConflict
+			return writeConflict, nil
 		}
 		l.version = rec.Version
 		l.ceiling = max(l.ceiling, rec.ReservedUntilMs)

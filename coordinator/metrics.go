@@ -51,7 +51,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		}),
 		losses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_lease_losses_total",
-			Help: "Leases lost, by reason (expired, node_gone, taken).",
+			Help: "Leases lost, by reason (expired, node_gone, taken, refused).",
 		}, []string{"reason"}),
 		renew: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "snowflake_coordinator_renew_duration_seconds",
@@ -60,7 +60,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		}),
 		renewErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_renew_errors_total",
-			Help: "Reservation writes that failed, by kind (unknown, bad_version, lost).",
+			Help: "Reservation writes that failed, by kind (unknown, bad_version, lost, failed).",
 		}, []string{"kind"}),
 		claimTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "snowflake_coordinator_claim_duration_seconds",
@@ -88,7 +88,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	for _, s := range allStates {
 		m.state.WithLabelValues(s)
 	}
-	for _, r := range []string{"expired", "node_gone", "taken"} {
+	for _, r := range []string{"expired", "node_gone", "taken", "refused"} {
 		m.losses.WithLabelValues(r)
 	}
 	if reg != nil {

@@ -20,8 +20,11 @@ type session struct {
 	// such a node may exist in our session and block its slot; any we see
 	// is deleted.
 	orphans map[string]int64
-	// avoid holds slots released for a too-long reservation wait, until when.
+	// avoid holds slots released for a too-long reservation wait, or
+	// refused, until when.
 	avoid map[snowflake.Slot]time.Time
+	// refused are the avoided slots whose node refused our access, and why.
+	refused map[snowflake.Slot]error
 	// watch is the armed one-shot watch on leases/, if any.
 	watch <-chan zk.Event
 }
