@@ -342,6 +342,11 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 		}
 		rec, exists, err := s.readSlot(ctx, l)
 		if err != nil {
+			if errors.Is(err, errBadSlotNode) {
+				s.badSlot(l.slot, err)
+				s.deleteLease(ctx, l)
+				return false, nil
+			}
 			if errors.Is(err, zk.ErrNoAuth) {
 				s.refuse(l.slot, err)
 				s.deleteLease(ctx, l)

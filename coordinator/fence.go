@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // reservedUntil is the reservation rule: a holder reserves Horizon past its
@@ -32,7 +33,7 @@ func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exist
 	}
 	rec, err = decodeSlot(data)
 	if err != nil {
-		return SlotRecord{}, false, fmt.Errorf("%s: %w", sp, err)
+		return SlotRecord{}, false, fmt.Errorf("%s: %w: %w", sp, errBadSlotNode, err)
 	}
 	rec.Version, rec.MtimeMs = st.Version, st.Mtime
 	return rec, true, nil
@@ -50,6 +51,23 @@ func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, versi
 		op = &zk.CreateRequest{Path: sp, Data: data, Acl: s.c.acl}
 	}
 	return s.fenced(ctx, l, op)
+}
+
+// errBadSlotNode: a slot node holds something other than a slot record (a
+// hand edit, say): its reservation is unknown, so nobody may serve the slot.
+var errBadSlotNode = errors.New("slot node does not decode")
+
+// badSlotAvoid is how long a slot whose node did not decode is left alone
+// before it is read again (an operator may have repaired it).
+const badSlotAvoid = time.Minute
+
+// badSlot avoids a slot whose node does not decode, says so at error and
+// counts it for an alert: nobody may serve it until an operator repairs it.
+func (s *session) badSlot(sl snowflake.Slot, err error) {
+	s.c.m.undecodable.Inc()
+	s.c.log.Error("slot node does not decode; avoiding the slot until it is repaired",
+		"slot", sl, "path", SlotPath(s.c.cfg.Root, sl), "for", badSlotAvoid, "error", err)
+	s.avoidSlot(sl, time.Now().Add(badSlotAvoid))
 }
 
 // errShortMultiReply: a Multi answered without error but without the

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -61,7 +62,11 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			s.lost(ctx, l, gen, "node_gone", false)
 			return
 		case writeConflict:
-			s.lost(ctx, l, gen, "taken", true)
+			reason := "taken"
+			if errors.Is(err, errBadSlotNode) {
+				reason = "undecodable"
+			}
+			s.lost(ctx, l, gen, reason, true)
 			return
 		case writeFailed:
 			// Refused (an ACL changed, say): the ceiling can no longer be
@@ -110,6 +115,10 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 		// names us; adopt its version and reservation and write again.
 		c.m.renewErrors.WithLabelValues("bad_version").Inc()
 		rec, exists, err := s.readSlot(ctx, l)
+		if errors.Is(err, errBadSlotNode) {
+			s.badSlot(l.slot, err)
+			return writeConflict, err
+		}
 		if err != nil {
 			return writeUnknown, err
 		}
