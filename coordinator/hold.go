@@ -43,6 +43,12 @@ func (s *session) hold(ctx context.Context, l *lease) {
 		case <-t.C:
 		case <-c.wake:
 		}
+		// Cancellation first: a tick due at the same moment must not send
+		// a renew that races the release's write.
+		if ctx.Err() != nil {
+			s.release(l, gen)
+			return
+		}
 		zs := zk.State(c.zkState.Load())
 		if sid := s.conn.SessionID(); sid != l.session || zs == zk.StateExpired {
 			s.lost(ctx, l, gen, "expired", false)
