@@ -283,10 +283,12 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	var created string
 	c.creates.Add(1)
 	c.m.creates.Inc()
+	sendMs := c.nowMs()
 	err := c.call(ctx, 0, func() (err error) {
 		created, err = s.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.acl)
 		return err
 	})
+	recvMs := c.nowMs()
 	if err != nil {
 		if unknownOutcome(err) {
 			s.addOrphan(guid, sid)
@@ -309,6 +311,9 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 		s.deletePath(ctx, created)
 		return nil, fmt.Errorf("lease node %s belongs to session %x, not our session %x", created, st.EphemeralOwner, cur)
 	}
+	// The leader stamped the node's ctime within our create: the skew is
+	// known before the claim's first reservation.
+	c.observeSkew(st.Ctime, sendMs, recvMs)
 	name := created[strings.LastIndex(created, "/")+1:]
 	if _, _, err := ParseLeaseName(name); err != nil {
 		s.deletePath(ctx, created)
@@ -399,7 +404,9 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 			}
 			continue // conflict, unknown: read again
 		}
-		R := rec.ReservedUntilMs
+		// The floor is the stored reservation, or the last timestamp the
+		// previous holder recorded if that is higher (a hand edit).
+		R := max(rec.ReservedUntilMs, rec.LastMs)
 		l.floor = R
 		if !s.waitPast(ctx, l, R) {
 			s.deleteLease(ctx, l)

@@ -13,8 +13,19 @@ import (
 // reservedUntil is the reservation rule: a holder reserves Horizon past its
 // clock, never below floor (the stored reservation found at claim, or the
 // ceiling already confirmed), so a clock that stepped back never lowers it.
+// While the clock is skewed beyond MaxSkew it does not drive the
+// reservation: never past ZooKeeper's time of our last write (its mtime, or
+// our lease node's ctime at claim) plus Horizon, so a clock running ahead
+// cannot make a successor wait out its skew.
 func (c *Coordinator) reservedUntil(now, floor int64) int64 {
-	return max(now+c.cfg.Horizon.Milliseconds(), floor)
+	h := c.cfg.Horizon.Milliseconds()
+	until := now + h
+	if abs(c.skewMs.Load()) > c.cfg.MaxSkew.Milliseconds() {
+		if zkMs := c.mtimeMs.Load(); zkMs > 0 {
+			until = min(until, zkMs+h)
+		}
+	}
+	return max(until, floor)
 }
 
 // readSlot reads a slot node; exists is false when the slot was never used.
@@ -136,13 +147,19 @@ func (c *Coordinator) observeWrite(st *zk.Stat, sendMs, recvMs int64, sent time.
 	if st == nil {
 		return
 	}
-	c.mtimeMs.Store(st.Mtime)
+	c.observeSkew(st.Mtime, sendMs, recvMs)
+}
+
+// observeSkew records zkMs, a time the ZooKeeper leader stamped on a write
+// of ours, and the skew of it against the write's [send, receive] window.
+func (c *Coordinator) observeSkew(zkMs, sendMs, recvMs int64) {
+	c.mtimeMs.Store(zkMs)
 	var skew int64
 	switch {
-	case st.Mtime < sendMs:
-		skew = st.Mtime - sendMs
-	case st.Mtime > recvMs:
-		skew = st.Mtime - recvMs
+	case zkMs < sendMs:
+		skew = zkMs - sendMs
+	case zkMs > recvMs:
+		skew = zkMs - recvMs
 	}
 	if old := c.skewMs.Swap(skew); abs(skew) > c.cfg.MaxSkew.Milliseconds() && abs(old) <= c.cfg.MaxSkew.Milliseconds() {
 		c.log.Warn("clock skew against the zookeeper leader beyond bound; not ready",
