@@ -150,16 +150,13 @@ func (s *session) list(ctx context.Context) ([]string, error) {
 }
 
 // cleanOrphans deletes nodes of our creates whose answer was lost: such a
-// node blocks its slot for as long as our session lives.
+// node blocks its slot for as long as the session that owns it lives. That
+// may be a later session than the create's: go-zookeeper sends a call
+// queued during a partition on the next session, so orphans are known by
+// GUID alone and looked for in every listing, whichever session made it.
 func (s *session) cleanOrphans(ctx context.Context, names []string) {
 	if len(s.orphans) == 0 {
 		return
-	}
-	cur := s.conn.SessionID()
-	for g, sid := range s.orphans {
-		if sid != cur {
-			delete(s.orphans, g) // that session, and its nodes, are gone
-		}
 	}
 	for _, n := range names {
 		if !strings.HasPrefix(n, protectedPrefix) || len(n) < len(protectedPrefix)+32 {
@@ -279,7 +276,6 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	now := time.Now()
 	data := encodeLease(leaseData{Addr: c.cfg.Advertise, HTTP: c.cfg.HTTPAdvertise, Host: hostname(),
 		PID: os.Getpid(), Version: c.cfg.Version, Since: now.UTC()})
-	sid := s.conn.SessionID()
 	var created string
 	c.creates.Add(1)
 	c.m.creates.Inc()
@@ -291,7 +287,7 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	recvMs := c.nowMs()
 	if err != nil {
 		if unknownOutcome(err) {
-			s.addOrphan(guid, sid)
+			s.addOrphan(guid)
 		}
 		return nil, fmt.Errorf("create lease node for %s: %w", slot, err)
 	}
@@ -301,7 +297,7 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	)
 	err = c.call(ctx, 0, func() (err error) { ok, st, err = s.conn.Exists(created); return })
 	if err != nil {
-		s.addOrphan(guid, sid)
+		s.addOrphan(guid)
 		return nil, fmt.Errorf("check lease node %s: %w", created, err)
 	}
 	if !ok {

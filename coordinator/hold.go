@@ -9,6 +9,10 @@ import (
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
+// orphanRelist is how often a holder with orphans outstanding (creates
+// whose answer was lost) lists leases/ to delete them when they appear.
+const orphanRelist = 5 * time.Second
+
 // hold serves the lease until it is lost or ctx ends (then it releases).
 func (s *session) hold(ctx context.Context, l *lease) {
 	c := s.c
@@ -35,6 +39,8 @@ func (s *session) hold(ctx context.Context, l *lease) {
 
 	t := time.NewTicker(c.cfg.Renew)
 	defer t.Stop()
+	orphanTick := time.NewTicker(orphanRelist)
+	defer orphanTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -42,6 +48,15 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			return
 		case <-t.C:
 		case <-c.wake:
+		case <-orphanTick.C:
+			if ctx.Err() == nil && len(s.orphans) > 0 {
+				// A create of ours whose answer was lost may land after
+				// our last listing, even on a later session: look again.
+				if names, err := s.list(ctx); err == nil {
+					s.cleanOrphans(ctx, names)
+				}
+			}
+			continue
 		}
 		// Cancellation first: a tick due at the same moment must not send
 		// a renew that races the release's write.

@@ -17,9 +17,9 @@ type session struct {
 	c    *Coordinator
 	conn *zk.Conn
 	// orphans are guids of our protected creates whose outcome was unknown:
-	// such a node may exist in our session and block its slot; any we see
-	// is deleted.
-	orphans map[string]int64
+	// such a node may exist, now or once a queued create is sent on a later
+	// session, and block its slot; any we see is deleted.
+	orphans map[string]struct{}
 	// avoid holds slots released for a too-long reservation wait, or
 	// refused, until when.
 	avoid map[snowflake.Slot]time.Time
@@ -164,15 +164,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // deleteLease deletes a lease node of ours (lost race, given up slot).
 func (s *session) deleteLease(ctx context.Context, l *lease) {
 	if !s.deletePath(ctx, l.path) {
-		s.addOrphan(l.guid, l.session)
+		s.addOrphan(l.guid)
 	}
 }
 
-func (s *session) addOrphan(guid string, sid int64) {
+func (s *session) addOrphan(guid string) {
 	if s.orphans == nil {
-		s.orphans = map[string]int64{}
+		s.orphans = map[string]struct{}{}
 	}
-	s.orphans[guid] = sid
+	s.orphans[guid] = struct{}{}
 }
 
 // deletePath deletes a node; true if it is gone.
