@@ -105,6 +105,10 @@ func (s *session) fenced(ctx context.Context, l *lease, op any) (*zk.Stat, write
 		resp, err = s.conn.Multi(&zk.CheckVersionRequest{Path: l.path, Version: -1}, op)
 		return err
 	})
+	if unknownOutcome(err) {
+		// resp may be abandoned to a call still running: not to be read.
+		return nil, writeUnknown, err
+	}
 	return classifyFenced(resp, err, op)
 }
 
