@@ -64,6 +64,9 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 		s.cleanOrphans(ctx, names)
 		free := s.freeSlots(names)
 		if len(free) == 0 {
+			if err := s.allRefused(); err != nil {
+				return nil, err
+			}
 			s.standby(ctx)
 			continue
 		}
@@ -108,6 +111,14 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 	}
 }
 
+// ErrSlotsRefused: ZooKeeper refuses our writes to every slot this worker
+// may claim (their ACLs were changed, say), so claiming again cannot help.
+var ErrSlotsRefused = errors.New("zookeeper refuses our writes to every slot this worker may claim")
+
+// refusedAvoid is how long a slot whose node refused our write is left
+// alone: long enough not to hammer it, short enough to notice a fixed ACL.
+const refusedAvoid = time.Minute
+
 // fatal: errors that retrying cannot fix.
 func fatal(err error) bool {
 	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed) || errors.Is(err, zk.ErrInvalidACL)
@@ -139,16 +150,13 @@ func (s *session) list(ctx context.Context) ([]string, error) {
 }
 
 // cleanOrphans deletes nodes of our creates whose answer was lost: such a
-// node blocks its slot for as long as our session lives.
+// node blocks its slot for as long as the session that owns it lives. That
+// may be a later session than the create's: go-zookeeper sends a call
+// queued during a partition on the next session, so orphans are known by
+// GUID alone and looked for in every listing, whichever session made it.
 func (s *session) cleanOrphans(ctx context.Context, names []string) {
 	if len(s.orphans) == 0 {
 		return
-	}
-	cur := s.conn.SessionID()
-	for g, sid := range s.orphans {
-		if sid != cur {
-			delete(s.orphans, g) // that session, and its nodes, are gone
-		}
 	}
 	for _, n := range names {
 		if !strings.HasPrefix(n, protectedPrefix) || len(n) < len(protectedPrefix)+32 {
@@ -163,10 +171,8 @@ func (s *session) cleanOrphans(ctx context.Context, names []string) {
 	}
 }
 
-// freeSlots are the candidate slots no lease node names.
-func (s *session) freeSlots(names []string) []snowflake.Slot {
-	held := holders(names)
-	now := time.Now()
+// candidates are the slots this worker may claim.
+func (s *session) candidates() []snowflake.Slot {
 	lo, hi := 0, snowflake.Slots
 	if dc := s.c.cfg.Datacenter; dc >= 0 {
 		lo, hi = dc*(snowflake.MaxMachine+1), (dc+1)*(snowflake.MaxMachine+1)
@@ -177,6 +183,14 @@ func (s *session) freeSlots(names []string) []snowflake.Slot {
 			cands = append(cands, snowflake.SlotAt(i))
 		}
 	}
+	return cands
+}
+
+// freeSlots are the candidate slots no lease node names.
+func (s *session) freeSlots(names []string) []snowflake.Slot {
+	held := holders(names)
+	now := time.Now()
+	cands := s.candidates()
 	free := make([]snowflake.Slot, 0, len(cands))
 	for _, sl := range cands {
 		if _, ok := held[sl]; ok {
@@ -187,10 +201,50 @@ func (s *session) freeSlots(names []string) []snowflake.Slot {
 				continue
 			}
 			delete(s.avoid, sl)
+			delete(s.refused, sl)
 		}
 		free = append(free, sl)
 	}
 	return free
+}
+
+// avoidSlot leaves sl alone until then.
+func (s *session) avoidSlot(sl snowflake.Slot, until time.Time) {
+	if s.avoid == nil {
+		s.avoid = map[snowflake.Slot]time.Time{}
+	}
+	s.avoid[sl] = until
+}
+
+// refuse avoids a slot whose node ZooKeeper refused our read or write (an
+// ACL changed, say) for refusedAvoid, and says so at error: no worker with
+// our credentials can serve it until an operator puts the ACL right.
+func (s *session) refuse(sl snowflake.Slot, err error) {
+	s.c.log.Error("zookeeper refuses our access to the slot node; avoiding the slot",
+		"slot", sl, "path", SlotPath(s.c.cfg.Root, sl), "for", refusedAvoid, "error", err)
+	s.avoidSlot(sl, time.Now().Add(refusedAvoid))
+	if s.refused == nil {
+		s.refused = map[snowflake.Slot]error{}
+	}
+	s.refused[sl] = err
+}
+
+// allRefused is an ErrSlotsRefused error when every candidate slot has
+// refused us within refusedAvoid: standing by for one to free cannot help.
+func (s *session) allRefused() error {
+	if len(s.refused) == 0 {
+		return nil
+	}
+	now := time.Now()
+	var last error
+	for _, sl := range s.candidates() {
+		err, ok := s.refused[sl]
+		if !ok || !now.Before(s.avoid[sl]) {
+			return nil
+		}
+		last = err
+	}
+	return fmt.Errorf("%w (%d slots; last: %w)", ErrSlotsRefused, len(s.refused), last)
 }
 
 // standby waits for a change of leases/ (the watch), a periodic re-list, or
@@ -222,17 +276,18 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	now := time.Now()
 	data := encodeLease(leaseData{Addr: c.cfg.Advertise, HTTP: c.cfg.HTTPAdvertise, Host: hostname(),
 		PID: os.Getpid(), Version: c.cfg.Version, Since: now.UTC()})
-	sid := s.conn.SessionID()
 	var created string
 	c.creates.Add(1)
 	c.m.creates.Inc()
+	sendMs := c.nowMs()
 	err := c.call(ctx, 0, func() (err error) {
 		created, err = s.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.acl)
 		return err
 	})
+	recvMs := c.nowMs()
 	if err != nil {
 		if unknownOutcome(err) {
-			s.addOrphan(guid, sid)
+			s.addOrphan(guid)
 		}
 		return nil, fmt.Errorf("create lease node for %s: %w", slot, err)
 	}
@@ -242,7 +297,7 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	)
 	err = c.call(ctx, 0, func() (err error) { ok, st, err = s.conn.Exists(created); return })
 	if err != nil {
-		s.addOrphan(guid, sid)
+		s.addOrphan(guid)
 		return nil, fmt.Errorf("check lease node %s: %w", created, err)
 	}
 	if !ok {
@@ -252,6 +307,9 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 		s.deletePath(ctx, created)
 		return nil, fmt.Errorf("lease node %s belongs to session %x, not our session %x", created, st.EphemeralOwner, cur)
 	}
+	// The leader stamped the node's ctime within our create: the skew is
+	// known before the claim's first reservation.
+	c.observeSkew(st.Ctime, sendMs, recvMs)
 	name := created[strings.LastIndex(created, "/")+1:]
 	if _, _, err := ParseLeaseName(name); err != nil {
 		s.deletePath(ctx, created)
@@ -285,6 +343,16 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 		}
 		rec, exists, err := s.readSlot(ctx, l)
 		if err != nil {
+			if errors.Is(err, errBadSlotNode) {
+				s.badSlot(l.slot, err)
+				s.deleteLease(ctx, l)
+				return false, nil
+			}
+			if errors.Is(err, zk.ErrNoAuth) {
+				s.refuse(l.slot, err)
+				s.deleteLease(ctx, l)
+				return false, nil
+			}
 			if fatal(err) {
 				return false, err
 			}
@@ -319,6 +387,11 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 			case writeLeaseGone:
 				return false, nil
 			case writeFailed:
+				if errors.Is(err, zk.ErrNoAuth) {
+					s.refuse(l.slot, err)
+					s.deleteLease(ctx, l)
+					return false, nil
+				}
 				if fatal(err) {
 					return false, err
 				}
@@ -327,7 +400,9 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 			}
 			continue // conflict, unknown: read again
 		}
-		R := rec.ReservedUntilMs
+		// The floor is the stored reservation, or the last timestamp the
+		// previous holder recorded if that is higher (a hand edit).
+		R := max(rec.ReservedUntilMs, rec.LastMs)
 		l.floor = R
 		if !s.waitPast(ctx, l, R) {
 			s.deleteLease(ctx, l)
@@ -347,6 +422,11 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 		case writeLeaseGone:
 			return false, nil
 		case writeFailed:
+			if errors.Is(err, zk.ErrNoAuth) {
+				s.refuse(l.slot, err)
+				s.deleteLease(ctx, l)
+				return false, nil
+			}
 			if fatal(err) {
 				return false, err
 			}
@@ -369,11 +449,8 @@ func (s *session) waitPast(ctx context.Context, l *lease, R int64) bool {
 	if gap > c.cfg.MaxReservationWait {
 		c.log.Info("slot is reserved too far past our clock; trying another",
 			"slot", l.slot, "reserved_until", time.UnixMilli(R).UTC(), "wait", gap, "max_wait", c.cfg.MaxReservationWait)
-		if s.avoid == nil {
-			s.avoid = map[snowflake.Slot]time.Time{}
-		}
 		// Not for the whole gap: the clock may be put right meanwhile.
-		s.avoid[l.slot] = time.Now().Add(min(gap, max(c.cfg.MaxReservationWait, time.Second)))
+		s.avoidSlot(l.slot, time.Now().Add(min(gap, max(c.cfg.MaxReservationWait, time.Second))))
 		return false
 	}
 	c.log.Info("waiting for the clock to pass the slot's reservation", "slot", l.slot, "wait", gap)

@@ -59,6 +59,8 @@ type Coordinator struct {
 	losses  atomic.Int64
 	// zkState is the session state last reported by go-zookeeper.
 	zkState atomic.Int32
+	// stopped is when Run's ctx ended (unix ns), 0 before: see stopAt.
+	stopped atomic.Int64
 	// wake is poked (never blocking) by the session event callback.
 	wake chan struct{}
 	conn atomic.Pointer[zk.Conn]
@@ -163,7 +165,16 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
-	defer conn.Close()
+	// The whole shutdown, release and close, ends within ReleaseTimeout +
+	// closeTimeout of the cancel.
+	defer context.AfterFunc(ctx, func() { c.stopAt() })()
+	defer func() {
+		by := time.Now().Add(closeTimeout)
+		if ctx.Err() != nil {
+			by = c.stopAt().Add(c.cfg.ReleaseTimeout + closeTimeout)
+		}
+		closeBy(conn, by)
+	}()
 	c.conn.Store(conn)
 	if c.cfg.Auth != "" {
 		// Retried until ZooKeeper answers: a worker may start before it.

@@ -7,13 +7,25 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // reservedUntil is the reservation rule: a holder reserves Horizon past its
 // clock, never below floor (the stored reservation found at claim, or the
 // ceiling already confirmed), so a clock that stepped back never lowers it.
+// While the clock is skewed beyond MaxSkew it does not drive the
+// reservation: never past ZooKeeper's time of our last write (its mtime, or
+// our lease node's ctime at claim) plus Horizon, so a clock running ahead
+// cannot make a successor wait out its skew.
 func (c *Coordinator) reservedUntil(now, floor int64) int64 {
-	return max(now+c.cfg.Horizon.Milliseconds(), floor)
+	h := c.cfg.Horizon.Milliseconds()
+	until := now + h
+	if abs(c.skewMs.Load()) > c.cfg.MaxSkew.Milliseconds() {
+		if zkMs := c.mtimeMs.Load(); zkMs > 0 {
+			until = min(until, zkMs+h)
+		}
+	}
+	return max(until, floor)
 }
 
 // readSlot reads a slot node; exists is false when the slot was never used.
@@ -32,7 +44,7 @@ func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exist
 	}
 	rec, err = decodeSlot(data)
 	if err != nil {
-		return SlotRecord{}, false, fmt.Errorf("%s: %w", sp, err)
+		return SlotRecord{}, false, fmt.Errorf("%s: %w: %w", sp, errBadSlotNode, err)
 	}
 	rec.Version, rec.MtimeMs = st.Version, st.Mtime
 	return rec, true, nil
@@ -51,6 +63,27 @@ func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, versi
 	}
 	return s.fenced(ctx, l, op)
 }
+
+// errBadSlotNode: a slot node holds something other than a slot record (a
+// hand edit, say): its reservation is unknown, so nobody may serve the slot.
+var errBadSlotNode = errors.New("slot node does not decode")
+
+// badSlotAvoid is how long a slot whose node did not decode is left alone
+// before it is read again (an operator may have repaired it).
+const badSlotAvoid = time.Minute
+
+// badSlot avoids a slot whose node does not decode, says so at error and
+// counts it for an alert: nobody may serve it until an operator repairs it.
+func (s *session) badSlot(sl snowflake.Slot, err error) {
+	s.c.m.undecodable.Inc()
+	s.c.log.Error("slot node does not decode; avoiding the slot until it is repaired",
+		"slot", sl, "path", SlotPath(s.c.cfg.Root, sl), "for", badSlotAvoid, "error", err)
+	s.avoidSlot(sl, time.Now().Add(badSlotAvoid))
+}
+
+// errShortMultiReply: a Multi answered without error but without the
+// results it was asked for.
+var errShortMultiReply = errors.New("incomplete multi reply")
 
 // writeResult classifies a fenced write.
 type writeResult int
@@ -72,12 +105,27 @@ func (s *session) fenced(ctx context.Context, l *lease, op any) (*zk.Stat, write
 		resp, err = s.conn.Multi(&zk.CheckVersionRequest{Path: l.path, Version: -1}, op)
 		return err
 	})
+	if unknownOutcome(err) {
+		// resp may be abandoned to a call still running: not to be read.
+		return nil, writeUnknown, err
+	}
+	return classifyFenced(resp, err, op)
+}
+
+// classifyFenced reads the reply to Multi(Check(lease node), op).
+func classifyFenced(resp []zk.MultiResponse, err error, op any) (*zk.Stat, writeResult, error) {
 	switch {
 	case err == nil:
-		if len(resp) == 2 {
-			return resp[1].Stat, writeOK, nil
+		// The callers take the slot node's new version from the SetData's
+		// Stat (a Create carries none). A reply without it is not a
+		// confirmation: unknown, the outcome read again.
+		if len(resp) != 2 {
+			return nil, writeUnknown, fmt.Errorf("fenced write: %w: %d results, want 2", errShortMultiReply, len(resp))
 		}
-		return nil, writeOK, nil
+		if _, set := op.(*zk.SetDataRequest); set && resp[1].Stat == nil {
+			return nil, writeUnknown, fmt.Errorf("fenced write: %w: no Stat for the slot node", errShortMultiReply)
+		}
+		return resp[1].Stat, writeOK, nil
 	case unknownOutcome(err):
 		return nil, writeUnknown, err
 	}
@@ -103,13 +151,19 @@ func (c *Coordinator) observeWrite(st *zk.Stat, sendMs, recvMs int64, sent time.
 	if st == nil {
 		return
 	}
-	c.mtimeMs.Store(st.Mtime)
+	c.observeSkew(st.Mtime, sendMs, recvMs)
+}
+
+// observeSkew records zkMs, a time the ZooKeeper leader stamped on a write
+// of ours, and the skew of it against the write's [send, receive] window.
+func (c *Coordinator) observeSkew(zkMs, sendMs, recvMs int64) {
+	c.mtimeMs.Store(zkMs)
 	var skew int64
 	switch {
-	case st.Mtime < sendMs:
-		skew = st.Mtime - sendMs
-	case st.Mtime > recvMs:
-		skew = st.Mtime - recvMs
+	case zkMs < sendMs:
+		skew = zkMs - sendMs
+	case zkMs > recvMs:
+		skew = zkMs - recvMs
 	}
 	if old := c.skewMs.Swap(skew); abs(skew) > c.cfg.MaxSkew.Milliseconds() && abs(old) <= c.cfg.MaxSkew.Milliseconds() {
 		c.log.Warn("clock skew against the zookeeper leader beyond bound; not ready",

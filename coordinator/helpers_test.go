@@ -71,7 +71,13 @@ func startWorker(t testing.TB, name string, cfg Config, rec *recorder) *worker {
 // in reg.
 func startWorkerWith(t testing.TB, name string, cfg Config, rec *recorder, reg prometheus.Registerer) *worker {
 	t.Helper()
-	c, err := New(cfg, testLogger(t, name), reg)
+	return startWorkerLogged(t, name, cfg, rec, reg, testLogger(t, name))
+}
+
+// startWorkerLogged is startWorkerWith logging to log.
+func startWorkerLogged(t testing.TB, name string, cfg Config, rec *recorder, reg prometheus.Registerer, log hclog.Logger) *worker {
+	t.Helper()
+	c, err := New(cfg, log, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

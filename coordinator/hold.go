@@ -2,11 +2,16 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
+
+// orphanRelist is how often a holder with orphans outstanding (creates
+// whose answer was lost) lists leases/ to delete them when they appear.
+const orphanRelist = 5 * time.Second
 
 // hold serves the lease until it is lost or ctx ends (then it releases).
 func (s *session) hold(ctx context.Context, l *lease) {
@@ -34,6 +39,8 @@ func (s *session) hold(ctx context.Context, l *lease) {
 
 	t := time.NewTicker(c.cfg.Renew)
 	defer t.Stop()
+	orphanTick := time.NewTicker(orphanRelist)
+	defer orphanTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -41,6 +48,21 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			return
 		case <-t.C:
 		case <-c.wake:
+		case <-orphanTick.C:
+			if ctx.Err() == nil && len(s.orphans) > 0 {
+				// A create of ours whose answer was lost may land after
+				// our last listing, even on a later session: look again.
+				if names, err := s.list(ctx); err == nil {
+					s.cleanOrphans(ctx, names)
+				}
+			}
+			continue
+		}
+		// Cancellation first: a tick due at the same moment must not send
+		// a renew that races the release's write.
+		if ctx.Err() != nil {
+			s.release(l, gen)
+			return
 		}
 		zs := zk.State(c.zkState.Load())
 		if sid := s.conn.SessionID(); sid != l.session || zs == zk.StateExpired {
@@ -51,7 +73,8 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			c.setState(StateDisconnected)
 			continue
 		}
-		switch s.renew(ctx, l, gen) {
+		res, err := s.renew(ctx, l, gen)
+		switch res {
 		case writeOK:
 			c.setState(StateServing)
 		case writeUnknown:
@@ -60,7 +83,17 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			s.lost(ctx, l, gen, "node_gone", false)
 			return
 		case writeConflict:
-			s.lost(ctx, l, gen, "taken", true)
+			reason := "taken"
+			if errors.Is(err, errBadSlotNode) {
+				reason = "undecodable"
+			}
+			s.lost(ctx, l, gen, reason, true)
+			return
+		case writeFailed:
+			// Refused (an ACL changed, say): the ceiling can no longer be
+			// raised, so the lease is worth nothing; claim one we can keep.
+			s.refuse(l.slot, err)
+			s.lost(ctx, l, gen, "refused", true)
 			return
 		}
 	}
@@ -70,7 +103,7 @@ func (s *session) hold(ctx context.Context, l *lease) {
 // never lower, whatever the clock did — and records the last issued
 // timestamp. The generator's ceiling moves only after the write is
 // confirmed.
-func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator) writeResult {
+func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator) (writeResult, error) {
 	c := s.c
 	for attempt := 0; ; attempt++ {
 		now := c.nowMs()
@@ -86,30 +119,33 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 			c.observeWrite(st, now, c.nowMs(), sent)
 			l.version, l.ceiling = st.Version, target
 			gen.SetCeiling(target)
-			return writeOK
+			return writeOK, nil
 		case writeUnknown:
 			c.m.renewErrors.WithLabelValues("unknown").Inc()
 			c.log.Debug("renew got no answer; serving up to the confirmed ceiling",
 				"slot", l.slot, "ceiling", time.UnixMilli(l.ceiling).UTC(), "error", err)
-			return writeUnknown
+			return writeUnknown, err
 		case writeLeaseGone:
 			c.m.renewErrors.WithLabelValues("lost").Inc()
-			return writeLeaseGone
+			return writeLeaseGone, err
 		case writeFailed:
 			c.m.renewErrors.WithLabelValues("failed").Inc()
-			c.log.Warn("renew refused", "slot", l.slot, "error", err)
-			return writeFailed
+			return writeFailed, err
 		}
 		// Bad version: if our earlier unanswered write landed, the slot still
 		// names us; adopt its version and reservation and write again.
 		c.m.renewErrors.WithLabelValues("bad_version").Inc()
 		rec, exists, err := s.readSlot(ctx, l)
+		if errors.Is(err, errBadSlotNode) {
+			s.badSlot(l.slot, err)
+			return writeConflict, err
+		}
 		if err != nil {
-			return writeUnknown
+			return writeUnknown, err
 		}
 		if !exists || rec.Holder != l.name || attempt >= 3 {
 			c.log.Warn("slot written by another holder", "slot", l.slot, "holder", rec.Holder, "exists", exists)
-			return writeConflict
+			return writeConflict, nil
 		}
 		l.version = rec.Version
 		l.ceiling = max(l.ceiling, rec.ReservedUntilMs)

@@ -10,14 +10,14 @@ import (
 // release seals the generator, lowers the reservation to the highest
 // timestamp this holder could have used (never below what it found), and
 // deletes the lease node, so a successor starts at once. It is bounded by
-// ReleaseTimeout; on timeout the stored reservation stays and a successor
-// waits it out.
+// ReleaseTimeout from the cancel; on timeout the stored reservation stays
+// and a successor waits it out.
 func (s *session) release(l *lease, gen *snowflake.Generator) {
 	c := s.c
 	c.setState(StateReleasing)
 	last := gen.Seal()
 	c.gen.Store(nil)
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ReleaseTimeout)
+	ctx, cancel := context.WithDeadline(context.Background(), c.stopAt().Add(c.cfg.ReleaseTimeout))
 	defer cancel()
 	target := max(last, l.floor)
 	var issued int64

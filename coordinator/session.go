@@ -17,11 +17,14 @@ type session struct {
 	c    *Coordinator
 	conn *zk.Conn
 	// orphans are guids of our protected creates whose outcome was unknown:
-	// such a node may exist in our session and block its slot; any we see
-	// is deleted.
-	orphans map[string]int64
-	// avoid holds slots released for a too-long reservation wait, until when.
+	// such a node may exist, now or once a queued create is sent on a later
+	// session, and block its slot; any we see is deleted.
+	orphans map[string]struct{}
+	// avoid holds slots released for a too-long reservation wait, or
+	// refused, until when.
 	avoid map[snowflake.Slot]time.Time
+	// refused are the avoided slots whose node refused our access, and why.
+	refused map[snowflake.Slot]error
 	// watch is the armed one-shot watch on leases/, if any.
 	watch <-chan zk.Event
 }
@@ -85,6 +88,12 @@ func addAuth(ctx context.Context, conn *zk.Conn, auth string) error {
 // call runs fn with the coordinator's call timeout and ctx. On timeout or
 // cancel it returns without waiting; fn's results must then not be read.
 func (c *Coordinator) call(ctx context.Context, d time.Duration, fn func() error) error {
+	if err := ctx.Err(); err != nil {
+		// Nothing is sent once ctx has ended (SIGTERM): a renew launched
+		// now would race the release's write. Callers treat it like an
+		// abandoned call.
+		return fmt.Errorf("%w: not sent: %w", ErrCallTimeout, err)
+	}
 	if d <= 0 {
 		d = c.cfg.callTimeout()
 	}
@@ -101,6 +110,34 @@ func (c *Coordinator) call(ctx context.Context, d time.Duration, fn func() error
 		// Abandoned like a timeout: the outcome is unknown, and fn may
 		// still write its results.
 		return fmt.Errorf("%w: %w", ErrCallTimeout, ctx.Err())
+	}
+}
+
+// stopAt is when Run's ctx ended, the start of the shutdown that
+// ReleaseTimeout plus closeTimeout bound (set by whoever sees it first).
+func (c *Coordinator) stopAt() time.Time {
+	c.stopped.CompareAndSwap(0, time.Now().UnixNano())
+	return time.Unix(0, c.stopped.Load())
+}
+
+// closeTimeout is the part of the shutdown left for closing the session
+// after the release.
+const closeTimeout = time.Second
+
+// closeBy closes the session, giving up waiting at deadline: go-zookeeper's
+// Close can wait seconds to queue the close and for its answer. The session
+// then ends by itself (expiry), its nodes with it.
+func closeBy(conn *zk.Conn, deadline time.Time) {
+	done := make(chan struct{})
+	go func() {
+		conn.Close()
+		close(done)
+	}()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
 	}
 }
 
@@ -127,15 +164,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // deleteLease deletes a lease node of ours (lost race, given up slot).
 func (s *session) deleteLease(ctx context.Context, l *lease) {
 	if !s.deletePath(ctx, l.path) {
-		s.addOrphan(l.guid, l.session)
+		s.addOrphan(l.guid)
 	}
 }
 
-func (s *session) addOrphan(guid string, sid int64) {
+func (s *session) addOrphan(guid string) {
 	if s.orphans == nil {
-		s.orphans = map[string]int64{}
+		s.orphans = map[string]struct{}{}
 	}
-	s.orphans[guid] = sid
+	s.orphans[guid] = struct{}{}
 }
 
 // deletePath deletes a node; true if it is gone.

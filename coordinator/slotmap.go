@@ -20,7 +20,8 @@ type LeaseInfo struct {
 	Node string
 	// Slot is the slot the node claims.
 	Slot snowflake.Slot
-	// Seq is the node's sequence number; the lowest per slot holds it.
+	// Seq is the node's sequence number (see ParseLeaseName); the oldest per
+	// slot (LeaseSeqBefore) holds it.
 	Seq int64
 	// Addr is the worker's ID service (host:port), HTTP its admin address.
 	Addr, HTTP string
@@ -166,7 +167,7 @@ func holders(names []string) map[snowflake.Slot]holder {
 		if err != nil {
 			continue
 		}
-		if cur, ok := h[s]; !ok || seq < cur.seq {
+		if cur, ok := h[s]; !ok || LeaseSeqBefore(seq, cur.seq) {
 			h[s] = holder{name: n, seq: seq}
 		}
 	}

@@ -209,7 +209,7 @@ func checkLeases(ctx context.Context, st *Stack, maxTs map[snowflake.Slot]int64)
 			problems = append(problems, fmt.Sprintf("lease node %q: %v", n, err))
 			continue
 		}
-		if cur, ok := lowSeq[s]; !ok || seq < cur {
+		if cur, ok := lowSeq[s]; !ok || coordinator.LeaseSeqBefore(seq, cur) {
 			lowSeq[s], lowest[s] = seq, n
 		}
 	}
