@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // A worker whose clock is behind a slot's stored reservation waits until
@@ -88,6 +90,7 @@ func TestClockSteppedBackWhileHolding(t *testing.T) {
 	cfg := pinned(testConfig(zs.Addr()), testSlot)
 	cfg.Clock = clk
 	cfg.MaxSkew = time.Hour
+	cfg.OnClockBack = snowflake.Refuse
 	a := startWorker(t, "A", cfg, rec)
 	a.waitReady(10 * time.Second)
 	obs := observer(t, zs.Addr())
@@ -164,4 +167,55 @@ func TestClockSkew(t *testing.T) {
 		t.Fatalf("skew %d ms after the clock was fixed", s)
 	}
 	rec.checkDisjoint(t)
+}
+
+// TestClockSteppedBackLogical: with the logical clock (the default) a
+// holder whose clock steps back 500 ms (half its horizon) stays ready and goes on issuing above
+// its last timestamp, its lead shown, never past its ceiling; once the
+// clock catches up it is back on wall time.
+func TestClockSteppedBackLogical(t *testing.T) {
+	zs := startZK(t)
+	rec := newRecorder()
+	clk := &testClock{}
+	cfg := pinned(testConfig(zs.Addr()), testSlot)
+	cfg.Clock = clk
+	cfg.MaxSkew = time.Hour
+	a := startWorker(t, "A", cfg, rec)
+	a.waitReady(10 * time.Second)
+	g := a.c.Generator()
+	first, err := g.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Shift(-500 * time.Millisecond)
+	prev := first
+	for i := 0; i < 20000; i++ {
+		id, err := g.Next()
+		if err != nil {
+			t.Fatalf("after %d IDs with the clock 500ms back: %v", i, err)
+		}
+		if id <= prev {
+			t.Fatalf("ID %d after %d", id, prev)
+		}
+		prev = id
+	}
+	if !a.c.Ready() {
+		t.Fatalf("not ready on a logical clock: %+v", a.c.Readiness())
+	}
+	st := a.c.Status()
+	if st.LeadMs < 450 || st.LogicalIssued < 20000 {
+		t.Fatalf("status lead %d ms, logical %d: want about 500 ms ahead and 20000 IDs", st.LeadMs, st.LogicalIssued)
+	}
+	f, _ := snowflake.Decode(prev)
+	if f.UnixMs > g.Ceiling() {
+		t.Fatalf("issued at %d, past the ceiling %d", f.UnixMs, g.Ceiling())
+	}
+	clk.Shift(550 * time.Millisecond)
+	id, err := g.Next()
+	if err != nil || id <= prev {
+		t.Fatalf("after catching up: %d, %v", id, err)
+	}
+	if lead := a.c.Status().LeadMs; lead != 0 {
+		t.Fatalf("lead %d ms after the clock caught up", lead)
+	}
 }

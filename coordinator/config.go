@@ -43,8 +43,18 @@ type Config struct {
 	// unreachable.
 	ReleaseTimeout time.Duration
 	// MaxRollbackWait is how far the clock may step behind the last issued
-	// timestamp for the generator to wait rather than fail fast.
+	// timestamp for the generator to wait rather than fail fast (Refuse).
 	MaxRollbackWait time.Duration
+	// OnClockBack is what the generator does when the clock steps back:
+	// snowflake.Logical (the default) goes on from the last issued
+	// timestamp, within MaxClockLead and the confirmed ceiling, and stays
+	// ready; snowflake.Refuse stops issuing (-CLOCKBACK, not ready) until
+	// the clock catches up.
+	OnClockBack snowflake.ClockBackPolicy
+	// MaxClockLead bounds the logical clock: how far ahead of the clock it
+	// may issue. The ceiling is never more than Horizon ahead, so the bound
+	// in force is min(MaxClockLead, Horizon).
+	MaxClockLead time.Duration
 	// Advertise is the worker's ID service address (host:port), published in
 	// the lease node for client discovery.
 	Advertise string
@@ -75,6 +85,8 @@ func DefaultConfig() Config {
 		MaxSkew:            time.Second,
 		ReleaseTimeout:     2 * time.Second,
 		MaxRollbackWait:    5 * time.Millisecond,
+		OnClockBack:        snowflake.Logical,
+		MaxClockLead:       10 * time.Second,
 		Clock:              snowflake.SystemClock{},
 	}
 }
@@ -124,6 +136,12 @@ func (c Config) Validate() error {
 	if c.ReleaseTimeout <= 0 {
 		return bad("ReleaseTimeout", c.ReleaseTimeout, "must be positive")
 	}
+	if c.OnClockBack != snowflake.Refuse && c.OnClockBack != snowflake.Logical {
+		return bad("OnClockBack", c.OnClockBack, "is neither refuse nor logical")
+	}
+	if c.OnClockBack == snowflake.Logical && c.MaxClockLead <= 0 {
+		return bad("MaxClockLead", c.MaxClockLead, "must be positive with OnClockBack logical")
+	}
 	if c.MaxRollbackWait < 0 || c.MaxRollbackWait > time.Second {
 		return bad("MaxRollbackWait", c.MaxRollbackWait, "is out of range 0..1s")
 	}
@@ -132,6 +150,10 @@ func (c Config) Validate() error {
 
 // callTimeout bounds one ZooKeeper call: go-zookeeper has no request
 // timeouts of its own.
+// clockLead is the logical clock's bound in force: MaxClockLead, but never
+// beyond Horizon, which bounds the ceiling anyway.
+func (c Config) clockLead() time.Duration { return min(c.MaxClockLead, c.Horizon) }
+
 func (c Config) callTimeout() time.Duration {
 	return min(max(c.SessionTimeout/2, 200*time.Millisecond), 5*time.Second)
 }

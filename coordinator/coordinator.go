@@ -39,6 +39,11 @@ type Status struct {
 	Claims       int64     `json:"claims"`
 	Creates      int64     `json:"creates"`
 	Losses       int64     `json:"losses"`
+	// LeadMs is how far the last issued timestamp is ahead of the clock (a
+	// logical clock riding out a step back); LogicalIssued counts the IDs
+	// issued so, over every lease of this process.
+	LeadMs        int64  `json:"lead_ms"`
+	LogicalIssued uint64 `json:"logical_issued"`
 }
 
 // Coordinator holds one slot lease for a worker. Create it with New, run it
@@ -57,6 +62,9 @@ type Coordinator struct {
 	claims  atomic.Int64
 	creates atomic.Int64
 	losses  atomic.Int64
+	// logicalDone counts the IDs issued on a logical clock by generators
+	// already dropped (see logicalIssued).
+	logicalDone atomic.Uint64
 	// zkState is the session state last reported by go-zookeeper.
 	zkState atomic.Int32
 	// stopped is when Run's ctx ended (unix ns), 0 before: see stopAt.
@@ -123,7 +131,9 @@ func (c *Coordinator) Status() Status {
 	}
 	if g := c.gen.Load(); g != nil {
 		st.CeilingMs, st.LastIssuedMs, st.Issued = g.Ceiling(), g.LastMs(), g.Issued()
+		st.LeadMs = g.LeadMs()
 	}
+	st.LogicalIssued = c.logicalIssued()
 	st.Ready = c.Ready()
 	return st
 }

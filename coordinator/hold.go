@@ -21,7 +21,8 @@ func (s *session) hold(ctx context.Context, l *lease) {
 		floor = 0
 	}
 	gen, err := snowflake.NewGenerator(snowflake.Config{Slot: l.slot, Floor: floor, Ceiling: l.ceiling,
-		MaxRollbackWait: c.cfg.MaxRollbackWait, Clock: c.clock})
+		MaxRollbackWait: c.cfg.MaxRollbackWait, Clock: c.clock,
+		OnClockBack: c.cfg.OnClockBack, MaxLead: c.cfg.clockLead()})
 	if err != nil {
 		// Only a reservation outside the ID's time range gets here.
 		c.log.Error("cannot make a generator for the lease", "slot", l.slot, "error", err)
@@ -157,7 +158,7 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 func (s *session) lost(ctx context.Context, l *lease, gen *snowflake.Generator, reason string, deleteNode bool) {
 	c := s.c
 	last := gen.Seal()
-	c.gen.Store(nil)
+	c.dropGenerator(gen)
 	c.m.losses.WithLabelValues(reason).Inc()
 	c.losses.Add(1)
 	c.log.Warn("lease lost; claiming again", "slot", l.slot, "lease", l.name, "reason", reason,

@@ -32,6 +32,8 @@ type metrics struct {
 	skew        prometheus.Gauge
 	headroom    prometheus.GaugeFunc
 	ready       prometheus.GaugeFunc
+	lead        prometheus.GaugeFunc
+	logical     prometheus.CounterFunc
 }
 
 // newMetrics makes the coordinator's metrics and registers them with reg
@@ -90,6 +92,14 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		}
 		return 0
 	})
+	m.lead = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "snowflake_coordinator_clock_lead_seconds",
+		Help: "How far the last issued timestamp is ahead of the local clock: above 0 while a logical clock rides out a clock step back (--on-clock-back logical).",
+	}, c.leadSeconds)
+	m.logical = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "snowflake_coordinator_logical_ids_total",
+		Help: "IDs issued on a logical clock, the local clock being behind the last issued timestamp.",
+	}, func() float64 { return float64(c.logicalIssued()) })
 	for _, s := range allStates {
 		m.state.WithLabelValues(s)
 	}
@@ -98,7 +108,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.losses, m.renew,
-			m.renewErrors, m.undecodable, m.claimTime, m.skew, m.headroom, m.ready} {
+			m.renewErrors, m.undecodable, m.claimTime, m.skew, m.headroom, m.ready, m.lead, m.logical} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

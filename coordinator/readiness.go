@@ -1,5 +1,7 @@
 package coordinator
 
+import "github.com/snowfleet/snowfleet/snowflake"
+
 // Reason says why a lease may not issue IDs now.
 type Reason uint8
 
@@ -13,7 +15,8 @@ const (
 	// has not confirmed a higher one.
 	ReasonCeiling
 	// ReasonClockBack: the clock is behind the last issued timestamp by
-	// more than MaxRollbackWait.
+	// more than MaxRollbackWait (Refuse), or by more than MaxClockLead, or
+	// the logical clock reached the ceiling (Logical).
 	ReasonClockBack
 	// ReasonSkew: the clock is further than MaxSkew off the ZooKeeper
 	// leader's.
@@ -54,6 +57,9 @@ type Readiness struct {
 	LastIssuedMs int64
 	// SkewMs is the last measured skew against the ZooKeeper leader.
 	SkewMs int64
+	// MaxBehindMs is how far behind LastIssuedMs the clock may be while
+	// ready: MaxRollbackWait with Refuse, MaxClockLead with Logical.
+	MaxBehindMs int64
 }
 
 // Ready reports whether IDs may be issued.
@@ -81,7 +87,11 @@ func (c *Coordinator) Ready() bool { return c.readiness().Ready() }
 // more than the generator waits out, and the skew against ZooKeeper within
 // MaxSkew.
 func (c *Coordinator) readiness() Readiness {
-	r := Readiness{NowMs: c.nowMs(), SkewMs: c.skewMs.Load()}
+	r := Readiness{NowMs: c.nowMs(), SkewMs: c.skewMs.Load(), MaxBehindMs: c.cfg.MaxRollbackWait.Milliseconds()}
+	logical := c.cfg.OnClockBack == snowflake.Logical
+	if logical {
+		r.MaxBehindMs = c.cfg.clockLead().Milliseconds()
+	}
 	g := c.gen.Load()
 	if g == nil {
 		r.Reason = ReasonNoLease
@@ -93,7 +103,11 @@ func (c *Coordinator) readiness() Readiness {
 		r.Reason = ReasonNoLease
 	case r.NowMs >= r.CeilingMs:
 		r.Reason = ReasonCeiling
-	case r.NowMs < r.LastIssuedMs-c.cfg.MaxRollbackWait.Milliseconds():
+	case r.NowMs < r.LastIssuedMs-r.MaxBehindMs:
+		r.Reason = ReasonClockBack
+	case logical && r.NowMs < r.LastIssuedMs && r.LastIssuedMs >= r.CeilingMs:
+		// Ahead of the clock and at the ceiling: the logical clock has
+		// nowhere to go until the clock catches up or the ceiling rises.
 		r.Reason = ReasonClockBack
 	case abs(r.SkewMs) > c.cfg.MaxSkew.Milliseconds():
 		r.Reason = ReasonSkew

@@ -28,6 +28,7 @@ func TestReadiness(t *testing.T) {
 	cfg.Root = fmt.Sprintf("/readiness-%d", time.Now().UnixNano())
 	cfg.SessionTimeout, cfg.Renew, cfg.Horizon = 2*time.Second, 200*time.Millisecond, 5*time.Second
 	cfg.Clock = clock
+	cfg.OnClockBack = snowflake.Refuse
 	c, err := New(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)

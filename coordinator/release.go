@@ -16,7 +16,7 @@ func (s *session) release(l *lease, gen *snowflake.Generator) {
 	c := s.c
 	c.setState(StateReleasing)
 	last := gen.Seal()
-	c.gen.Store(nil)
+	c.dropGenerator(gen)
 	ctx, cancel := context.WithDeadline(context.Background(), c.stopAt().Add(c.cfg.ReleaseTimeout))
 	defer cancel()
 	target := max(last, l.floor)

@@ -48,6 +48,7 @@ func testLive(t *testing.T, zk *zktest.Server) {
 	t.Run("lease-lost", func(t *testing.T) { testLeaseLost(t, zk) })
 	t.Run("zero-alloc", func(t *testing.T) { testZeroAlloc(t, zk) })
 	t.Run("clock-back", func(t *testing.T) { testClockBack(t, zk) })
+	t.Run("clock-back-logical", func(t *testing.T) { testClockBackLogical(t, zk) })
 	t.Run("slow-reader", func(t *testing.T) { testSlowReader(t, zk) })
 }
 
@@ -667,8 +668,12 @@ func (c *stepClock) step(d time.Duration)  { c.offset.Add(int64(d)) }
 // clock is right again, IDs flow again.
 func testClockBack(t *testing.T, zk *zktest.Server) {
 	clock := &stepClock{}
-	w := startWorkerWith(t, zk.Addr(), true, nil, func(cc *coordinator.Config) {
+	// The connection stays open after a refusal here, so that go-redis
+	// (no retries) reads each refusal; closing is TestCloseOnNoLease's.
+	keep := func(c *Config) { c.CloseOnNoLease = false }
+	w := startWorkerWith(t, zk.Addr(), true, keep, func(cc *coordinator.Config) {
 		cc.SessionTimeout, cc.Renew, cc.Horizon, cc.Clock = 2*time.Second, 200*time.Millisecond, 5*time.Second, clock
+		cc.OnClockBack = snowflake.Refuse
 	})
 	c := w.client()
 	ctx := context.Background()
@@ -742,5 +747,44 @@ func testSlowReader(t *testing.T, zk *zktest.Server) {
 	}
 	if err := w.client().Do(context.Background(), "NEXTID").Err(); err != nil {
 		t.Fatalf("other clients after the slow reader: %v", err)
+	}
+}
+
+// testClockBackLogical: with --on-clock-back logical (the default) a clock
+// stepped back 2 s costs no refusal and no readiness: IDs go on ascending,
+// INFO and /status show the lead and the IDs issued on logical time.
+func testClockBackLogical(t *testing.T, zk *zktest.Server) {
+	clock := &stepClock{}
+	w := startWorkerWith(t, zk.Addr(), true, nil, func(cc *coordinator.Config) {
+		cc.SessionTimeout, cc.Renew, cc.Horizon, cc.Clock = 2*time.Second, 200*time.Millisecond, 5*time.Second, clock
+	})
+	c := w.client()
+	ctx := context.Background()
+	prev, err := c.Do(ctx, "NEXTID").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.step(-2 * time.Second)
+	for i := 0; i < 50; i++ {
+		ids, err := c.Do(ctx, "NEXTIDS", "100").Int64Slice()
+		if err != nil {
+			t.Fatalf("NEXTIDS with the clock 2s back: %v", err)
+		}
+		if ids[0] <= prev {
+			t.Fatalf("ID %d after %d", ids[0], prev)
+		}
+		prev = ids[len(ids)-1]
+	}
+	resp, err := http.Get(w.admin.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/readyz on a logical clock = %d, want 200", resp.StatusCode)
+	}
+	info, err := c.Info(ctx).Result()
+	if err != nil || !strings.Contains(info, "logical_issued:5000\r\n") || strings.Contains(info, "lead_ms:0\r\n") {
+		t.Fatalf("INFO on a logical clock = %q, %v; want lead_ms above 0 and logical_issued:5000", info, err)
 	}
 }

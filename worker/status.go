@@ -66,6 +66,8 @@ func (s *Server) infoText() []byte {
 	num("last_issued_ms", st.LastIssuedMs)
 	num("issued", int64(st.Issued))
 	num("skew_ms", st.SkewMs)
+	num("lead_ms", st.LeadMs)
+	num("logical_issued", int64(st.LogicalIssued))
 	num("zk_mtime_ms", st.ZKMtimeMs)
 	line("session_id", "0x"+strconv.FormatInt(st.SessionID, 16))
 	num("claims", st.Claims)

@@ -71,6 +71,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&c.Horizon, coord("Horizon", "horizon"), c.Horizon, "how far ahead of its clock the worker reserves timestamps: how long it serves without ZooKeeper")
 	fs.DurationVar(&c.MaxSkew, coord("MaxSkew", "max-skew"), c.MaxSkew, "largest clock skew against ZooKeeper's leader before the worker stops serving")
 	fs.DurationVar(&c.ReleaseTimeout, coord("ReleaseTimeout", "release-timeout"), c.ReleaseTimeout, "bound on releasing the slot at shutdown when ZooKeeper is slow")
+	fs.Var(clockBackFlag{&c.OnClockBack}, coord("OnClockBack", "on-clock-back"), "what a clock step back does: logical (go on from the last issued timestamp, within --max-clock-lead and the confirmed ceiling; stays ready) or refuse (-CLOCKBACK and not ready until the clock catches up)")
+	fs.DurationVar(&c.MaxClockLead, coord("MaxClockLead", "max-clock-lead"), c.MaxClockLead, "with --on-clock-back logical: how far ahead of the clock IDs may be issued, at most --horizon")
 	fs.IntVar(&w.MaxConns, work("MaxConns", "max-conns"), w.MaxConns, "most client connections open at once; more are refused with -ERR max number of clients reached")
 	fs.DurationVar(&w.IdleTimeout, work("IdleTimeout", "idle-timeout"), w.IdleTimeout, "close a client connection silent for this long (0 = never)")
 	fs.DurationVar(&w.ReadTimeout, work("ReadTimeout", "read-timeout"), w.ReadTimeout, "drop a connection whose request is not complete this long after it started")
@@ -111,7 +113,34 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 			return o, usagef("--advertise %q: want host:port (%v)", o.coord.Advertise, err)
 		}
 	}
+	// The library bounds the lead by the horizon anyway; a lead asked for
+	// beyond it is a mistake worth saying (the default is not asked for).
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["max-clock-lead"] && o.coord.MaxClockLead > o.coord.Horizon {
+		return o, usagef("--max-clock-lead %v is larger than --horizon %v: the logical clock can never lead the clock by more than the reservation",
+			o.coord.MaxClockLead, o.coord.Horizon)
+	}
 	return o, nil
+}
+
+// clockBackFlag binds --on-clock-back to coordinator.Config.OnClockBack.
+type clockBackFlag struct{ p *snowflake.ClockBackPolicy }
+
+func (f clockBackFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f clockBackFlag) Set(s string) error {
+	v, err := snowflake.ParseClockBackPolicy(s)
+	if err != nil {
+		return err
+	}
+	*f.p = v
+	return nil
 }
 
 // versionFlag is a boolean flag that only the command line sets: with

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // Every field a flag is bound to exists under that name in its Config, and
@@ -33,8 +34,11 @@ func TestFlagsBindConfigFields(t *testing.T) {
 			}
 			before := f.Interface()
 			probe := map[reflect.Kind]string{reflect.String: "x:1", reflect.Int: "7", reflect.Int64: "7ms", reflect.Slice: "h:1,h:2"}[f.Kind()]
-			if f.Kind() == reflect.Bool {
+			switch {
+			case f.Kind() == reflect.Bool:
 				probe = strconv.FormatBool(!f.Bool())
+			case f.Type() == reflect.TypeOf(snowflake.Refuse):
+				probe = "refuse"
 			}
 			if err := o.fs.Set(name, probe); err != nil {
 				t.Errorf("--%s %s: %v", name, probe, err)
