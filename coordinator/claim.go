@@ -55,6 +55,13 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 				if fatal(err) {
 					return nil, err
 				}
+				if errors.Is(err, zk.ErrNoNode) {
+					if derr := s.checkTree(ctx); errors.Is(derr, ErrDamaged) {
+						c.treeMissing(derr)
+						sleep(ctx, damagedRecheck)
+						continue
+					}
+				}
 				c.log.Debug("cannot list leases; retrying", "error", err)
 				sleep(ctx, 200*time.Millisecond)
 				continue
@@ -93,6 +100,12 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			continue
 		}
 		ok, err := s.reserve(ctx, l)
+		if errors.Is(err, ErrDamaged) {
+			c.treeMissing(err)
+			sleep(ctx, damagedRecheck)
+			fresh = false
+			continue
+		}
 		if err != nil {
 			s.deleteLease(ctx, l)
 			return nil, err
@@ -271,7 +284,9 @@ func hostname() string {
 // reserve makes the claim's fenced reservation: it reads the slot, waits
 // for the clock to pass the stored reservation R, then writes
 // reservedUntil(now, R) fenced by our lease node. false means the lease is
-// given up (lost, or the wait was too long) and its node deleted.
+// given up (lost, the wait was too long, the slot node is missing) and its
+// node deleted; an error wrapping ErrDamaged means slots/ (or more) is
+// missing.
 func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 	c := s.c
 	attempted := false // a write of ours may have landed
@@ -307,25 +322,14 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 		}
 		seenVersion = version
 		if !exists {
-			// First use of the slot: no stored reservation to stay above.
-			now := c.nowMs()
-			target := c.reservedUntil(now, 0)
-			attempted = true
-			_, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version, true)
-			switch res {
-			case writeOK:
-				l.floor, l.version, l.ceiling = 0, 0, target
-				return true, nil
-			case writeLeaseGone:
-				return false, nil
-			case writeFailed:
-				if fatal(err) {
-					return false, err
-				}
-				c.log.Warn("cannot create slot node", "slot", l.slot, "error", err)
-				sleep(ctx, 200*time.Millisecond)
+			// Every slot node exists from the root's creation on: its
+			// history was deleted, and floor 0 could repeat IDs.
+			s.deleteLease(ctx, l)
+			if err := s.checkTree(ctx); err != nil {
+				return false, err
 			}
-			continue // conflict, unknown: read again
+			s.slotMissing(l)
+			return false, nil
 		}
 		R := rec.ReservedUntilMs
 		l.floor = R
@@ -338,7 +342,7 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 		attempted = true
 		sent := time.Now()
 		sendMs := c.nowMs()
-		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version, false)
+		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version)
 		switch res {
 		case writeOK:
 			c.observeWrite(st, sendMs, c.nowMs(), sent)

@@ -62,6 +62,10 @@ func (s *session) hold(ctx context.Context, l *lease) {
 		case writeConflict:
 			s.lost(ctx, l, gen, "taken", true)
 			return
+		case writeNoSlot:
+			s.lost(ctx, l, gen, "slot_missing", true)
+			s.slotMissing(l)
+			return
 		}
 	}
 }
@@ -80,7 +84,7 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 			last = gen.LastMs()
 		}
 		sent := time.Now()
-		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, LastMs: last, UpdatedMs: now}, l.version, false)
+		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, LastMs: last, UpdatedMs: now}, l.version)
 		switch res {
 		case writeOK:
 			c.observeWrite(st, now, c.nowMs(), sent)
@@ -99,6 +103,9 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 			c.m.renewErrors.WithLabelValues("failed").Inc()
 			c.log.Warn("renew refused", "slot", l.slot, "error", err)
 			return writeFailed
+		case writeNoSlot:
+			c.m.renewErrors.WithLabelValues("slot_missing").Inc()
+			return writeNoSlot
 		}
 		// Bad version: if our earlier unanswered write landed, the slot still
 		// names us; adopt its version and reservation and write again.
@@ -107,7 +114,10 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 		if err != nil {
 			return writeUnknown
 		}
-		if !exists || rec.Holder != l.name || attempt >= 3 {
+		if !exists {
+			return writeNoSlot
+		}
+		if rec.Holder != l.name || attempt >= 3 {
 			c.log.Warn("slot written by another holder", "slot", l.slot, "holder", rec.Holder, "exists", exists)
 			return writeConflict
 		}

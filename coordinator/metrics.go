@@ -29,6 +29,7 @@ type metrics struct {
 	renewErrors *prometheus.CounterVec
 	claimTime   prometheus.Histogram
 	skew        prometheus.Gauge
+	missing     *prometheus.CounterVec
 	headroom    prometheus.GaugeFunc
 	ready       prometheus.GaugeFunc
 }
@@ -51,7 +52,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		}),
 		losses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_lease_losses_total",
-			Help: "Leases lost, by reason (expired, node_gone, taken).",
+			Help: "Leases lost, by reason (expired, node_gone, taken, slot_missing).",
 		}, []string{"reason"}),
 		renew: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "snowflake_coordinator_renew_duration_seconds",
@@ -67,6 +68,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Help:    "Time from starting to claim until serving, including waits for stored reservations.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
+		missing: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snowflake_coordinator_missing_znodes_total",
+			Help: "Nodes of the layout found missing (root, leases, slots, slot), counted at each look: damage for an operator to repair.",
+		}, []string{"znode"}),
 		skew: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snowflake_coordinator_clock_skew_seconds",
 			Help: "ZooKeeper leader mtime minus the local clock, outside the write's send/receive window (0 inside).",
@@ -88,12 +93,15 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	for _, s := range allStates {
 		m.state.WithLabelValues(s)
 	}
-	for _, r := range []string{"expired", "node_gone", "taken"} {
+	for _, r := range []string{"expired", "node_gone", "taken", "slot_missing"} {
 		m.losses.WithLabelValues(r)
+	}
+	for _, z := range []string{"root", "leases", "slots", "slot"} {
+		m.missing.WithLabelValues(z)
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.losses, m.renew,
-			m.renewErrors, m.claimTime, m.skew, m.headroom, m.ready} {
+			m.renewErrors, m.claimTime, m.skew, m.missing, m.headroom, m.ready} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}
