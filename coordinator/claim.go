@@ -134,6 +134,8 @@ func (s *session) list(ctx context.Context) ([]string, error) {
 		w     <-chan zk.Event
 	)
 	armed := s.watch != nil
+	s.c.lists.Add(1)
+	s.c.m.lists.Inc()
 	err := s.c.call(ctx, 0, func() (err error) {
 		if armed {
 			names, _, err = s.conn.Children(LeasesPath(s.c.cfg.Root))

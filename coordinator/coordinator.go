@@ -56,6 +56,7 @@ type Coordinator struct {
 	mtimeMs atomic.Int64 // ZooKeeper leader's mtime of our last confirmed write
 	claims  atomic.Int64
 	creates atomic.Int64
+	lists   atomic.Int64 // listings of leases/ (the standby herd's cost)
 	losses  atomic.Int64
 	// zkState is the session state last reported by go-zookeeper.
 	zkState atomic.Int32

@@ -24,6 +24,7 @@ type metrics struct {
 	state       *prometheus.GaugeVec
 	claims      prometheus.Counter
 	creates     prometheus.Counter
+	lists       prometheus.Counter
 	losses      *prometheus.CounterVec
 	renew       prometheus.Histogram
 	renewErrors *prometheus.CounterVec
@@ -49,6 +50,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		creates: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_lease_creates_total",
 			Help: "Lease nodes created (a claim that loses a race creates another).",
+		}),
+		lists: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_coordinator_lease_lists_total",
+			Help: "Listings of leases/ (about 1,024 names each with a full fleet): what claiming and standing by cost ZooKeeper.",
 		}),
 		losses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_lease_losses_total",
@@ -100,7 +105,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		m.missing.WithLabelValues(z)
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.losses, m.renew,
+		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.renew,
 			m.renewErrors, m.claimTime, m.skew, m.missing, m.headroom, m.ready} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
