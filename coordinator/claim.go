@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	mrand "math/rand/v2"
 	"os"
 	"strings"
@@ -97,6 +98,7 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 		fresh = true
 		if h, ok := holders(names)[slot]; !ok || h.name != l.name {
 			s.deleteLease(ctx, l)
+			s.lostRaces++
 			continue
 		}
 		ok, err := s.reserve(ctx, l)
@@ -114,6 +116,7 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			fresh = false
 			continue
 		}
+		s.lostRaces = 0
 		c.claims.Add(1)
 		c.m.claims.Inc()
 		c.m.claimTime.Observe(time.Since(start).Seconds())
@@ -208,21 +211,53 @@ func (s *session) freeSlots(names []string) []snowflake.Slot {
 	return free
 }
 
-// standby waits for a change of leases/ (the watch), a periodic re-list, or
-// ctx.
+// The standby herd: every standby is told of every change of leases/, and
+// a freed slot is the same one for all of them. After a change each waits a
+// random delay within standbyJitter before it lists; the first to list
+// creates, and those listing after its create find the slot taken. Only
+// those listing within one list-and-create time of the first create too,
+// so the delays are drawn from a truncated exponential (few early, most
+// late; Nonnenmacher and Biersack's feedback suppression): the first of n
+// standbys acts alone well before the window ends (about 0.4 of it for
+// n=100), where a uniform draw would put n/window of them in each ms.
+// Changes during the wait cost nothing: the one-shot watch is armed again
+// only by the next listing. A standby that lost a race waits in a window
+// twice (then four times) as long, leaving the next slot to others. The
+// periodic re-list (for a watch lost with a session) backs off from
+// standbyRelist to standbyRelistMax while nothing is free.
+const (
+	standbyJitter    = 800 * time.Millisecond
+	standbyLambda    = 10.0 // steepness of the truncated exponential
+	standbyRelist    = 2 * time.Second
+	standbyRelistMax = 30 * time.Second
+)
+
+// herdDelay draws a delay in [0, window) with density proportional to
+// exp(standbyLambda*t/window).
+func herdDelay(window time.Duration) time.Duration {
+	u := mrand.Float64()
+	return time.Duration(float64(window) * math.Log1p(u*math.Expm1(standbyLambda)) / standbyLambda)
+}
+
+// standby waits for a change of leases/ (the watch) and then a jitter, a
+// periodic re-list, or ctx.
 func (s *session) standby(ctx context.Context) {
 	c := s.c
 	if c.getState() != StateStandby {
 		c.log.Info("every slot is held; standing by", "datacenter", c.cfg.Datacenter)
 		c.setState(StateStandby)
+		s.relist = standbyRelist
 	}
-	t := time.NewTimer(max(c.cfg.Renew, time.Second))
+	// Uniform in [relist/2, 3*relist/2): standbys started together drift apart.
+	t := time.NewTimer(s.relist/2 + time.Duration(mrand.Int64N(int64(s.relist))))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-s.watch:
 		s.watch = nil
+		sleep(ctx, herdDelay(standbyJitter<<min(s.lostRaces, 2)))
 	case <-t.C:
+		s.relist = min(2*s.relist, standbyRelistMax)
 	}
 }
 
