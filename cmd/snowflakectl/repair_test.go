@@ -65,6 +65,7 @@ func TestRepairRecreatesMissingSlotAfterConfirmation(t *testing.T) {
 	if err := json.Unmarshal(data, &rec); err != nil || rec.ReservedUntilMs != until {
 		t.Fatalf("made node %s, want reserved_until_ms %d", data, until)
 	}
+	t.Logf("answered yes:\n%s", out.String())
 	if !strings.Contains(out.String(), "made dc03-m04") {
 		t.Errorf("output %q does not name the node made", out.String())
 	}
