@@ -46,13 +46,17 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 	c.setState(StateClaiming)
 	var names []string
 	fresh := false // names is a listing taken after our last create
+	var listTook time.Duration
 	for {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		if !fresh {
 			var err error
-			if names, err = s.list(ctx); err != nil {
+			listed := time.Now()
+			names, err = s.list(ctx)
+			listTook = time.Since(listed)
+			if err != nil {
 				if fatal(err) {
 					return nil, err
 				}
@@ -76,8 +80,16 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			continue
 		}
 		if c.getState() == StateStandby {
+			if listTook > standbySlowList && !s.relisted {
+				// ZooKeeper stalled: the standbys that woke meanwhile got
+				// this same answer at once; spread them out again.
+				s.relisted = true
+				sleep(ctx, herdDelay(standbyJitter))
+				continue
+			}
 			c.setState(StateClaiming)
 		}
+		s.relisted = false
 		slot := free[mrand.IntN(len(free))]
 		l, err := s.createLease(ctx, slot)
 		if err != nil {
@@ -230,6 +242,10 @@ const (
 	standbyLambda    = 10.0 // steepness of the truncated exponential
 	standbyRelist    = 2 * time.Second
 	standbyRelistMax = 30 * time.Second
+	// standbySlowList: a standby's listing slower than this (ZooKeeper
+	// stalled, and answered the standbys that woke meanwhile all at once)
+	// is followed by one more jittered delay and listing before creating.
+	standbySlowList = 100 * time.Millisecond
 )
 
 // herdDelay draws a delay in [0, window) with density proportional to

@@ -29,6 +29,7 @@ type session struct {
 	// since the last won, widening the standby's jitter window.
 	relist    time.Duration
 	lostRaces int
+	relisted  bool // the standby listed again after a slow listing
 }
 
 // dial opens a session without credentials; go-zookeeper's event channel
