@@ -51,7 +51,7 @@ lint:
 
 ## sim: 1,024 claimers against one local ZooKeeper (a simulation, not a test)
 sim:
-	$(GO) test -tags sim -run TestSim -v -count=1 -timeout 5m ./coordinator/
+	$(GO) test -tags sim -run TestSim -v -count=1 -timeout 10m ./coordinator/
 
 ## bench-server: snowflaked against Redis INCR with redis-benchmark
 bench-server:

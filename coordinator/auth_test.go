@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // With digest auth the fleet's credentials may write and the world may only
@@ -109,8 +111,9 @@ func TestWatchLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Slots) != 2 || m.Slots[l[0].Slot].Holder != l[0].Node {
-		t.Fatalf("slot map %+v", m)
+	if len(m.Slots) != snowflake.Slots || m.Slots[l[0].Slot].Holder != l[0].Node {
+		t.Fatalf("slot map: %d slots, %s written by %q; want %d slots, written by %s",
+			len(m.Slots), l[0].Slot, m.Slots[l[0].Slot].Holder, snowflake.Slots, l[0].Node)
 	}
 	cancel()
 	for range ch { // closed after cancel

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	mrand "math/rand/v2"
 	"os"
 	"strings"
@@ -45,15 +46,26 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 	c.setState(StateClaiming)
 	var names []string
 	fresh := false // names is a listing taken after our last create
+	var listTook time.Duration
 	for {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		if !fresh {
 			var err error
-			if names, err = s.list(ctx); err != nil {
+			listed := time.Now()
+			names, err = s.list(ctx)
+			listTook = time.Since(listed)
+			if err != nil {
 				if fatal(err) {
 					return nil, err
+				}
+				if errors.Is(err, zk.ErrNoNode) {
+					if derr := s.checkTree(ctx); errors.Is(derr, ErrDamaged) {
+						c.treeMissing(derr)
+						sleep(ctx, damagedRecheck)
+						continue
+					}
 				}
 				c.log.Debug("cannot list leases; retrying", "error", err)
 				sleep(ctx, 200*time.Millisecond)
@@ -71,8 +83,16 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			continue
 		}
 		if c.getState() == StateStandby {
+			if listTook > standbySlowList && !s.relisted {
+				// ZooKeeper stalled: the standbys that woke meanwhile got
+				// this same answer at once; spread them out again.
+				s.relisted = true
+				sleep(ctx, herdDelay(standbyJitter))
+				continue
+			}
 			c.setState(StateClaiming)
 		}
+		s.relisted = false
 		slot := free[mrand.IntN(len(free))]
 		l, err := s.createLease(ctx, slot)
 		if err != nil {
@@ -93,9 +113,16 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 		fresh = true
 		if h, ok := holders(names)[slot]; !ok || h.name != l.name {
 			s.deleteLease(ctx, l)
+			s.lostRaces++
 			continue
 		}
 		ok, err := s.reserve(ctx, l)
+		if errors.Is(err, ErrDamaged) {
+			c.treeMissing(err)
+			sleep(ctx, damagedRecheck)
+			fresh = false
+			continue
+		}
 		if err != nil {
 			s.deleteLease(ctx, l)
 			return nil, err
@@ -104,6 +131,7 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			fresh = false
 			continue
 		}
+		s.lostRaces = 0
 		c.claims.Add(1)
 		c.m.claims.Inc()
 		c.m.claimTime.Observe(time.Since(start).Seconds())
@@ -132,6 +160,8 @@ func (s *session) list(ctx context.Context) ([]string, error) {
 		w     <-chan zk.Event
 	)
 	armed := s.watch != nil
+	s.c.lists.Add(1)
+	s.c.m.lists.Inc()
 	err := s.c.call(ctx, 0, func() (err error) {
 		if armed {
 			names, _, err = s.conn.Children(LeasesPath(s.c.cfg.Root))
@@ -247,21 +277,57 @@ func (s *session) allRefused() error {
 	return fmt.Errorf("%w (%d slots; last: %w)", ErrSlotsRefused, len(s.refused), last)
 }
 
-// standby waits for a change of leases/ (the watch), a periodic re-list, or
-// ctx.
+// The standby herd: every standby is told of every change of leases/, and
+// a freed slot is the same one for all of them. After a change each waits a
+// random delay within standbyJitter before it lists; the first to list
+// creates, and those listing after its create find the slot taken. Only
+// those listing within one list-and-create time of the first create too,
+// so the delays are drawn from a truncated exponential (few early, most
+// late; Nonnenmacher and Biersack's feedback suppression): the first of n
+// standbys acts alone well before the window ends (about 0.4 of it for
+// n=100), where a uniform draw would put n/window of them in each ms.
+// Changes during the wait cost nothing: the one-shot watch is armed again
+// only by the next listing. A standby that lost a race waits in a window
+// twice (then four times) as long, leaving the next slot to others. The
+// periodic re-list (for a watch lost with a session) backs off from
+// standbyRelist to standbyRelistMax while nothing is free.
+const (
+	standbyJitter    = 800 * time.Millisecond
+	standbyLambda    = 10.0 // steepness of the truncated exponential
+	standbyRelist    = 2 * time.Second
+	standbyRelistMax = 30 * time.Second
+	// standbySlowList: a standby's listing slower than this (ZooKeeper
+	// stalled, and answered the standbys that woke meanwhile all at once)
+	// is followed by one more jittered delay and listing before creating.
+	standbySlowList = 100 * time.Millisecond
+)
+
+// herdDelay draws a delay in [0, window) with density proportional to
+// exp(standbyLambda*t/window).
+func herdDelay(window time.Duration) time.Duration {
+	u := mrand.Float64()
+	return time.Duration(float64(window) * math.Log1p(u*math.Expm1(standbyLambda)) / standbyLambda)
+}
+
+// standby waits for a change of leases/ (the watch) and then a jitter, a
+// periodic re-list, or ctx.
 func (s *session) standby(ctx context.Context) {
 	c := s.c
 	if c.getState() != StateStandby {
 		c.log.Info("every slot is held; standing by", "datacenter", c.cfg.Datacenter)
 		c.setState(StateStandby)
+		s.relist = standbyRelist
 	}
-	t := time.NewTimer(max(c.cfg.Renew, time.Second))
+	// Uniform in [relist/2, 3*relist/2): standbys started together drift apart.
+	t := time.NewTimer(s.relist/2 + time.Duration(mrand.Int64N(int64(s.relist))))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-s.watch:
 		s.watch = nil
+		sleep(ctx, herdDelay(standbyJitter<<min(s.lostRaces, 2)))
 	case <-t.C:
+		s.relist = min(2*s.relist, standbyRelistMax)
 	}
 }
 
@@ -329,7 +395,9 @@ func hostname() string {
 // reserve makes the claim's fenced reservation: it reads the slot, waits
 // for the clock to pass the stored reservation R, then writes
 // reservedUntil(now, R) fenced by our lease node. false means the lease is
-// given up (lost, or the wait was too long) and its node deleted.
+// given up (lost, the wait was too long, the slot node is missing) and its
+// node deleted; an error wrapping ErrDamaged means slots/ (or more) is
+// missing.
 func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 	c := s.c
 	attempted := false // a write of ours may have landed
@@ -375,30 +443,14 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 		}
 		seenVersion = version
 		if !exists {
-			// First use of the slot: no stored reservation to stay above.
-			now := c.nowMs()
-			target := c.reservedUntil(now, 0)
-			attempted = true
-			_, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version, true)
-			switch res {
-			case writeOK:
-				l.floor, l.version, l.ceiling = 0, 0, target
-				return true, nil
-			case writeLeaseGone:
-				return false, nil
-			case writeFailed:
-				if errors.Is(err, zk.ErrNoAuth) {
-					s.refuse(l.slot, err)
-					s.deleteLease(ctx, l)
-					return false, nil
-				}
-				if fatal(err) {
-					return false, err
-				}
-				c.log.Warn("cannot create slot node", "slot", l.slot, "error", err)
-				sleep(ctx, 200*time.Millisecond)
+			// Every slot node exists from the root's creation on: its
+			// history was deleted, and floor 0 could repeat IDs.
+			s.deleteLease(ctx, l)
+			if err := s.checkTree(ctx); err != nil {
+				return false, err
 			}
-			continue // conflict, unknown: read again
+			s.slotMissing(l)
+			return false, nil
 		}
 		// The floor is the stored reservation, or the last timestamp the
 		// previous holder recorded if that is higher (a hand edit).
@@ -413,7 +465,7 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 		attempted = true
 		sent := time.Now()
 		sendMs := c.nowMs()
-		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version, false)
+		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version)
 		switch res {
 		case writeOK:
 			c.observeWrite(st, sendMs, c.nowMs(), sent)

@@ -61,6 +61,7 @@ type Coordinator struct {
 	mtimeMs atomic.Int64 // ZooKeeper leader's mtime of our last confirmed write
 	claims  atomic.Int64
 	creates atomic.Int64
+	lists   atomic.Int64 // listings of leases/ (the standby herd's cost)
 	losses  atomic.Int64
 	// logicalDone counts the IDs issued on a logical clock by generators
 	// already dropped (see logicalIssued).

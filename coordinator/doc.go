@@ -8,8 +8,11 @@
 //	/snowflake              persistent, JSON {layout, epoch_ms, bits, created}
 //	/snowflake/leases/      ephemeral sequential (protected) nodes, one a claim:
 //	  _c_<guid>-dc07-m13-0000000042   JSON {addr, http, host, pid, version, since}
-//	/snowflake/slots/       one persistent node per slot ever used:
+//	/snowflake/slots/       all 1,024 persistent slot nodes, made with the root:
 //	  dc07-m13              JSON {reserved_until_ms, last_ms, holder, updated_ms}
+//
+// A missing slot node (or root, leases/, slots/) is damage: workers refuse
+// it and never re-create it; snowflakectl repair does, with RepairSlots.
 //
 // A Coordinator is an actor for an oklog/run group: Run claims a slot, serves
 // it through Generator, renews the reservation with a fenced Multi, and on
@@ -18,7 +21,9 @@
 //
 // The files read in protocol order, each calling forward into the next:
 // coordinator.go (the Coordinator, and Run, which drives the rest), root.go
-// (the root and its two children, checked or made once per session),
+// (the root with its whole tree, made only when absent, a v1 root upgraded,
+// damage reported), slotnodes.go (the slot nodes made in batched Multis,
+// and the operator's repair),
 // claim.go (the lease type; list leases/, create our node, the lowest
 // sequence wins, wait past the stored reservation R, the first fenced
 // write), hold.go (the generator is made and IDs are served; the renew

@@ -28,7 +28,7 @@ func (c *Coordinator) reservedUntil(now, floor int64) int64 {
 	return max(until, floor)
 }
 
-// readSlot reads a slot node; exists is false when the slot was never used.
+// readSlot reads a slot node; exists is false when it is missing (damage).
 func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exists bool, err error) {
 	var (
 		data []byte
@@ -50,18 +50,13 @@ func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exist
 	return rec, true, nil
 }
 
-// writeSlot writes rec, naming l's node as its holder, into l's slot node,
-// fenced by l's lease node: with create the slot node is made (its first
-// use), otherwise it is set at version.
-func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, version int32, create bool) (*zk.Stat, writeResult, error) {
+// writeSlot writes rec, naming l's node as its holder, into l's slot node
+// at version, fenced by l's lease node. It never makes the slot node: every
+// one is made with the root, and a missing one is damage.
+func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, version int32) (*zk.Stat, writeResult, error) {
 	sp := SlotPath(s.c.cfg.Root, l.slot)
 	rec.Holder = l.name
-	data := encodeSlot(rec)
-	var op any = &zk.SetDataRequest{Path: sp, Data: data, Version: version}
-	if create {
-		op = &zk.CreateRequest{Path: sp, Data: data, Acl: s.c.acl}
-	}
-	return s.fenced(ctx, l, op)
+	return s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: encodeSlot(rec), Version: version})
 }
 
 // errBadSlotNode: a slot node holds something other than a slot record (a
@@ -91,7 +86,8 @@ type writeResult int
 const (
 	writeOK        writeResult = iota
 	writeLeaseGone             // our lease node is gone: the lease is lost
-	writeConflict              // the slot node changed (bad version, exists, vanished)
+	writeConflict              // the slot node changed (bad version)
+	writeNoSlot                // the slot node is gone: damage, the slot is refused
 	writeUnknown               // no answer: the write may have landed
 	writeFailed                // refused for another reason (auth, say)
 )
@@ -137,7 +133,7 @@ func classifyFenced(resp []zk.MultiResponse, err error, op any) (*zk.Stat, write
 		return nil, writeConflict, err
 	case errors.Is(err, zk.ErrNoNode):
 		if len(resp) == 2 && errors.Is(resp[1].Error, zk.ErrNoNode) {
-			return nil, writeConflict, err // the slot node vanished (an operator?)
+			return nil, writeNoSlot, err // deleted by hand, or slots/ with it
 		}
 		return nil, writeLeaseGone, err
 	}

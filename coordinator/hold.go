@@ -96,6 +96,10 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			s.refuse(l.slot, err)
 			s.lost(ctx, l, gen, "refused", true)
 			return
+		case writeNoSlot:
+			s.lost(ctx, l, gen, "slot_missing", true)
+			s.slotMissing(l)
+			return
 		}
 	}
 }
@@ -114,7 +118,7 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 			last = gen.LastMs()
 		}
 		sent := time.Now()
-		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, LastMs: last, UpdatedMs: now}, l.version, false)
+		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, LastMs: last, UpdatedMs: now}, l.version)
 		switch res {
 		case writeOK:
 			c.observeWrite(st, now, c.nowMs(), sent)
@@ -132,6 +136,9 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 		case writeFailed:
 			c.m.renewErrors.WithLabelValues("failed").Inc()
 			return writeFailed, err
+		case writeNoSlot:
+			c.m.renewErrors.WithLabelValues("slot_missing").Inc()
+			return writeNoSlot, err
 		}
 		// Bad version: if our earlier unanswered write landed, the slot still
 		// names us; adopt its version and reservation and write again.
@@ -144,7 +151,10 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 		if err != nil {
 			return writeUnknown, err
 		}
-		if !exists || rec.Holder != l.name || attempt >= 3 {
+		if !exists {
+			return writeNoSlot, nil
+		}
+		if rec.Holder != l.name || attempt >= 3 {
 			c.log.Warn("slot written by another holder", "slot", l.slot, "holder", rec.Holder, "exists", exists)
 			return writeConflict, nil
 		}

@@ -15,14 +15,27 @@ import (
 
 // Layout names this znode layout; a root written for another layout (or
 // another ID epoch or bit split) is refused, so two incompatible fleets never
-// share a root.
-const Layout = "snowfleet/slots/v1"
+// share a root. In v2 every one of the 1,024 slot nodes exists from the
+// root's creation on, so a missing slot node is damage, never "first use";
+// a build of v1 (which made a slot node at its first use, at floor 0) must
+// not join such a root, hence the new name.
+const Layout = "snowfleet/slots/v2"
+
+// LayoutV1 is the layout before v2: slot nodes were made at first use. A
+// root of this layout is upgraded in place by the first v2 worker (the
+// missing slot nodes are made, then the layout is set to v2).
+const LayoutV1 = "snowfleet/slots/v1"
 
 // DefaultRoot is the default root znode.
 const DefaultRoot = "/snowflake"
 
 // ErrLayoutMismatch: the root znode was made for another layout or epoch.
 var ErrLayoutMismatch = errors.New("root znode was made for another layout")
+
+// ErrDamaged: a node the layout promises (the root, leases/, slots/ or a
+// slot node) is missing. Workers never re-create it; an operator does, with
+// snowflakectl repair.
+var ErrDamaged = errors.New("znode tree damaged")
 
 // ErrBadLeaseName: a child of leases/ does not end in dcNN-mNN-<sequence>.
 var ErrBadLeaseName = errors.New("not a lease node name")
@@ -39,10 +52,13 @@ type RootInfo struct {
 	Created time.Time `json:"created"`
 }
 
-// CurrentRootInfo is what this build writes into a new root.
-func CurrentRootInfo(now time.Time) RootInfo {
+// CurrentRootInfo is what this build's root holds once every slot node is
+// made.
+func CurrentRootInfo(now time.Time) RootInfo { return rootInfo(Layout, now) }
+
+func rootInfo(layout string, now time.Time) RootInfo {
 	return RootInfo{
-		Layout:  Layout,
+		Layout:  layout,
 		EpochMs: snowflake.Epoch,
 		Bits: fmt.Sprintf("%d/%d/%d/%d", snowflake.TimestampBits, snowflake.DatacenterBits,
 			snowflake.MachineBits, snowflake.SequenceBits),
@@ -50,10 +66,11 @@ func CurrentRootInfo(now time.Time) RootInfo {
 	}
 }
 
-// Compatible reports whether a root written as r can be used by this build.
+// Compatible reports whether a root written as r can be used by this build:
+// one of Layout, or LayoutV1 which it upgrades.
 func (r RootInfo) Compatible() error {
 	want := CurrentRootInfo(time.Time{})
-	if r.Layout != want.Layout || r.EpochMs != want.EpochMs || r.Bits != want.Bits {
+	if (r.Layout != want.Layout && r.Layout != LayoutV1) || r.EpochMs != want.EpochMs || r.Bits != want.Bits {
 		return fmt.Errorf("%w: root has layout %q epoch_ms %d bits %q, this build wants layout %q epoch_ms %d bits %q",
 			ErrLayoutMismatch, r.Layout, r.EpochMs, r.Bits, want.Layout, want.EpochMs, want.Bits)
 	}

@@ -24,12 +24,14 @@ type metrics struct {
 	state       *prometheus.GaugeVec
 	claims      prometheus.Counter
 	creates     prometheus.Counter
+	lists       prometheus.Counter
 	losses      *prometheus.CounterVec
 	renew       prometheus.Histogram
 	renewErrors *prometheus.CounterVec
 	undecodable prometheus.Counter
 	claimTime   prometheus.Histogram
 	skew        prometheus.Gauge
+	missing     *prometheus.CounterVec
 	headroom    prometheus.GaugeFunc
 	ready       prometheus.GaugeFunc
 	lead        prometheus.GaugeFunc
@@ -52,9 +54,13 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Name: "snowflake_coordinator_lease_creates_total",
 			Help: "Lease nodes created (a claim that loses a race creates another).",
 		}),
+		lists: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_coordinator_lease_lists_total",
+			Help: "Listings of leases/ (about 1,024 names each with a full fleet): what claiming and standing by cost ZooKeeper.",
+		}),
 		losses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_lease_losses_total",
-			Help: "Leases lost, by reason (expired, node_gone, taken, refused, undecodable).",
+			Help: "Leases lost, by reason (expired, node_gone, taken, refused, undecodable, slot_missing).",
 		}, []string{"reason"}),
 		renew: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "snowflake_coordinator_renew_duration_seconds",
@@ -74,6 +80,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Help:    "Time from starting to claim until serving, including waits for stored reservations.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
 		}),
+		missing: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "snowflake_coordinator_missing_znodes_total",
+			Help: "Nodes of the layout found missing (root, leases, slots, slot), counted at each look: damage for an operator to repair.",
+		}, []string{"znode"}),
 		skew: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snowflake_coordinator_clock_skew_seconds",
 			Help: "ZooKeeper leader mtime minus the local clock, outside the write's send/receive window (0 inside).",
@@ -103,12 +113,15 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	for _, s := range allStates {
 		m.state.WithLabelValues(s)
 	}
-	for _, r := range []string{"expired", "node_gone", "taken", "refused", "undecodable"} {
+	for _, r := range []string{"expired", "node_gone", "taken", "refused", "undecodable", "slot_missing"} {
 		m.losses.WithLabelValues(r)
 	}
+	for _, z := range []string{"root", "leases", "slots", "slot"} {
+		m.missing.WithLabelValues(z)
+	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.losses, m.renew,
-			m.renewErrors, m.undecodable, m.claimTime, m.skew, m.headroom, m.ready, m.lead, m.logical} {
+		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.renew,
+			m.renewErrors, m.undecodable, m.claimTime, m.skew, m.missing, m.headroom, m.ready, m.lead, m.logical} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

@@ -27,7 +27,7 @@ func (s *session) release(l *lease, gen *snowflake.Generator) {
 	lowered := false
 	for attempt := 0; attempt < 2 && ctx.Err() == nil; attempt++ {
 		lowest := SlotRecord{ReservedUntilMs: target, LastMs: issued, UpdatedMs: c.nowMs()}
-		_, res, _ := s.writeSlot(ctx, l, lowest, l.version, false)
+		_, res, _ := s.writeSlot(ctx, l, lowest, l.version)
 		if res == writeOK {
 			lowered = true
 			break

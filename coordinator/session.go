@@ -27,6 +27,12 @@ type session struct {
 	refused map[snowflake.Slot]error
 	// watch is the armed one-shot watch on leases/, if any.
 	watch <-chan zk.Event
+	// relist is the standby's current periodic re-list interval, backed off
+	// while nothing is free; lostRaces counts claims lost to a lower node
+	// since the last won, widening the standby's jitter window.
+	relist    time.Duration
+	lostRaces int
+	relisted  bool // the standby listed again after a slow listing
 }
 
 // dial opens a session without credentials; go-zookeeper's event channel

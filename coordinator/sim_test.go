@@ -115,3 +115,105 @@ func TestSim(t *testing.T) {
 	wg.Wait()
 	t.Logf("SIM: all released and stopped in %v", time.Since(stopStart).Round(time.Millisecond))
 }
+
+// TestSimStandbyHerd is the standby herd (make sim): 1,024 holders and 100
+// standbys, then slots freed one at a time. It reports what the standbys
+// cost ZooKeeper (listings of leases/, about 1,024 names each) idle and
+// while slots are freed, the lease creates per freed slot (goal: at most 2)
+// and how soon a freed slot is served again (goal: within 1 s).
+//
+//	go test -tags sim -run TestSimStandbyHerd -v -count=1 ./coordinator/
+func TestSimStandbyHerd(t *testing.T) {
+	const holders, standbys, freed = 1024, 100, 10
+	zs := zktest.StartWith(t, zktest.Options{TickTime: 500 * time.Millisecond})
+	cfg := DefaultConfig() // session 6s, renew 1s, horizon 5s
+	cfg.Servers = []string{zs.Addr()}
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: testWriter{t}})
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	start := func(i int) (*Coordinator, context.CancelFunc) {
+		c, err := New(cfg, log.Named(fmt.Sprintf("c%04d", i)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cctx, ccancel := context.WithCancel(ctx)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = c.Run(cctx) }()
+		return c, ccancel
+	}
+	waitAll := func(what string, cs []*Coordinator, ok func(*Coordinator) bool) {
+		deadline := time.Now().Add(180 * time.Second)
+		for _, c := range cs {
+			for !ok(c) {
+				if time.Now().After(deadline) {
+					t.Fatalf("not all %s within 180s", what)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	hs := make([]*Coordinator, holders)
+	hcancel := make([]context.CancelFunc, holders)
+	for i := range hs {
+		hs[i], hcancel[i] = start(i)
+	}
+	waitAll("holders ready", hs, (*Coordinator).Ready)
+	ss := make([]*Coordinator, standbys)
+	for i := range ss {
+		ss[i], _ = start(holders + i)
+	}
+	waitAll("standbys standing by", ss, func(c *Coordinator) bool { return c.Status().State == StateStandby })
+	sum := func(f func(*Coordinator) int64) (n int64) {
+		for _, c := range ss {
+			n += f(c)
+		}
+		return n
+	}
+	lists := func(c *Coordinator) int64 { return c.lists.Load() }
+	creates := func(c *Coordinator) int64 { return c.creates.Load() }
+
+	time.Sleep(5 * time.Second) // past the first re-lists after standing by
+	l0, t0 := sum(lists), time.Now()
+	time.Sleep(20 * time.Second)
+	idle := float64(sum(lists)-l0) / time.Since(t0).Seconds()
+	t.Logf("HERD: %d holders, %d standbys, idle: %.1f listings of leases/ per second (%.0f names/s)",
+		holders, standbys, idle, idle*holders)
+
+	var served []time.Duration
+	var perSlot []int64
+	l1, t1 := sum(lists), time.Now()
+	for k := 0; k < freed; k++ {
+		victim := 100 + 97*k
+		slot := hs[victim].Status().Slot
+		c0 := sum(creates)
+		released := time.Now()
+		hcancel[victim]()
+		var took time.Duration
+		for took == 0 {
+			for _, c := range ss {
+				if c.Ready() && c.Status().Slot == slot {
+					took = time.Since(released)
+				}
+			}
+			if time.Since(released) > 30*time.Second {
+				t.Fatalf("freed slot %s not served again within 30s", slot)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(2 * time.Second) // losers delete their nodes; the herd settles
+		n := sum(creates) - c0
+		served, perSlot = append(served, took), append(perSlot, n)
+		t.Logf("HERD: freed %s: served again after %v, %d lease creates", slot, took.Round(time.Millisecond), n)
+	}
+	churn := float64(sum(lists)-l1) / time.Since(t1).Seconds()
+	sort.Slice(served, func(i, j int) bool { return served[i] < served[j] })
+	var total, most int64
+	for _, n := range perSlot {
+		total += n
+		most = max(most, n)
+	}
+	t.Logf("HERD: %d slots freed one every ~2s: served again after p50 %v, max %v; lease creates per freed slot mean %.1f, max %d",
+		freed, served[freed/2].Round(time.Millisecond), served[freed-1].Round(time.Millisecond), float64(total)/freed, most)
+	t.Logf("HERD: while freeing: %.1f listings of leases/ per second (%.0f names/s)", churn, churn*holders)
+}

@@ -61,7 +61,9 @@ type SlotMap struct {
 	// Leases are the holding lease nodes (the lowest sequence of each slot),
 	// sorted by slot.
 	Leases []LeaseInfo
-	// Slots are the slot nodes, one per slot ever used.
+	// Slots are the slot nodes: all 1,024 in layout v2 (Holder is empty in
+	// one never held), those ever used in a v1 root; a slot missing here
+	// is damage.
 	Slots map[snowflake.Slot]SlotRecord
 }
 

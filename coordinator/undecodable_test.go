@@ -37,23 +37,6 @@ func capturingLogger(t testing.TB, name string, buf io.Writer) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{Name: name, Level: hclog.Info, Output: io.MultiWriter(testWriter{t}, buf)})
 }
 
-// counterValue is the value of the unlabelled counter name in reg, 0 if
-// it has none yet.
-func counterValue(t testing.TB, reg prometheus.Gatherer, name string) float64 {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range fams {
-		if f.GetName() == name && len(f.GetMetric()) == 1 {
-			return f.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("registry exports no counter %s", name)
-	return 0
-}
-
 const undecodableMetric = "snowflake_coordinator_slot_undecodable_total"
 
 // A slot node that does not decode (a hand edit in zkCli, say) neither
@@ -89,7 +72,7 @@ func TestUndecodableSlotNode(t *testing.T) {
 		names, _, err := obs.Children(LeasesPath(root))
 		return err == nil && len(names) == 0 && a.c.getState() == StateStandby
 	})
-	if v := counterValue(t, regA, undecodableMetric); v < 1 {
+	if v := counterValue(t, regA, undecodableMetric, "", ""); v < 1 {
 		t.Errorf("%s = %v after an undecodable slot at claim", undecodableMetric, v)
 	}
 	if !strings.Contains(logA.String(), "[ERROR]") || !strings.Contains(logA.String(), testSlot.String()) {
@@ -119,7 +102,7 @@ func TestUndecodableSlotNode(t *testing.T) {
 		ok, _, err := obs.Exists(LeasesPath(root) + "/" + node)
 		return err == nil && !ok
 	})
-	if v := counterValue(t, regB, undecodableMetric); v < 1 {
+	if v := counterValue(t, regB, undecodableMetric, "", ""); v < 1 {
 		t.Errorf("%s = %v after the held slot's node was overwritten", undecodableMetric, v)
 	}
 	if !strings.Contains(logB.String(), "[ERROR]") || !strings.Contains(logB.String(), other.String()) {

@@ -34,6 +34,10 @@ func commands() map[string]command {
 		"slots":  {summary: "show the live slot map from ZooKeeper", run: runSlots},
 		"next":   {summary: "fetch IDs from the fleet", run: runNext},
 		"bench":  {summary: "benchmark workers with pipelined NEXTID/NEXTIDS", run: runBench},
+		"repair": {summary: "re-create slot nodes deleted by hand, with a reservation (asks first)",
+			run: func(args []string, stdout, stderr io.Writer) int {
+				return runRepair(args, stdinInput(), stdout, stderr)
+			}},
 		"health": {summary: "exit 0 when a worker's /readyz answers 200 (container health checks)", run: runHealth},
 	}
 }

@@ -168,7 +168,12 @@ func runSlots(args []string, stdout, stderr io.Writer) int {
 
 func buildSlotsReport(m coordinator.SlotMap, root string, now time.Time, all bool) slotsReport {
 	nowMs := now.UnixMilli()
-	rep := slotsReport{Root: root, NowMs: nowMs, Held: len(m.Leases), Free: snowflake.Slots - len(m.Leases), Used: len(m.Slots), Slots: []slotRow{}}
+	rep := slotsReport{Root: root, NowMs: nowMs, Held: len(m.Leases), Free: snowflake.Slots - len(m.Leases), Slots: []slotRow{}}
+	for _, rec := range m.Slots {
+		if rec.Holder != "" { // made with the root but never held: not used
+			rep.Used++
+		}
+	}
 	held := make(map[snowflake.Slot]bool, len(m.Leases))
 	addRecord := func(r *slotRow, s snowflake.Slot) {
 		rec, ok := m.Slots[s]
@@ -194,8 +199,8 @@ func buildSlotsReport(m coordinator.SlotMap, root string, now time.Time, all boo
 		rep.Slots = append(rep.Slots, r)
 	}
 	if all {
-		for s := range m.Slots {
-			if held[s] {
+		for s, rec := range m.Slots {
+			if held[s] || rec.Holder == "" {
 				continue
 			}
 			r := slotRow{Slot: s.String()}

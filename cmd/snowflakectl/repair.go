@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// input is where repair reads its confirmation; terminal says whether a
+// person can answer there.
+type input struct {
+	r        io.Reader
+	terminal bool
+}
+
+// stdinInput is the process's stdin, a terminal when it is a character
+// device.
+func stdinInput() input {
+	st, err := os.Stdin.Stat()
+	return input{r: os.Stdin, terminal: err == nil && st.Mode()&os.ModeCharDevice != 0}
+}
+
+func runRepair(args []string, in input, stdout, stderr io.Writer) int {
+	fs := newFlagSet("repair", "--slot dcNN-mNN[,...]|all --reserve-until MS|now+DURATION [--yes] [--zk HOST:PORT,...] [--zk-root /snowflake]",
+		"Re-creates slot nodes deleted by hand (and leases/, slots/ or the root if they\n"+
+			"are missing), each with the reservation --reserve-until, so that the slot's\n"+
+			"next holder issues only timestamps above it. Workers refuse a slot whose node\n"+
+			"is missing and never re-create it: its history (the last holder's reservation)\n"+
+			"went with it, and only the operator can say what is safe. Choose a time past\n"+
+			"every ID the slot ever issued: a horizon past the deletion is enough for a\n"+
+			"holder that was renewing then (now+H when in doubt; H = the workers'\n"+
+			"--horizon). A node that exists is never written. Asks for confirmation;\n"+
+			"--yes skips it, and without a terminal --yes is required.")
+	var z zkFlags
+	z.register(fs)
+	slotsFlag := fs.String("slot", "", "the `slots` to re-create: dcNN-mNN, comma-separated, or all")
+	untilFlag := fs.String("reserve-until", "", "the reservation of the re-created nodes: Unix `ms`, or now, or now+DURATION (now+10s)")
+	yes := fs.Bool("yes", false, "do not ask for confirmation (for scripts)")
+	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and repairing")
+	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
+		return rc
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "repair", "unexpected argument %q", fs.Arg(0))
+	}
+	servers, err := z.check()
+	if err != nil {
+		return usageError(stderr, "repair", "%v", err)
+	}
+	slots, err := parseSlotList(*slotsFlag)
+	if err != nil {
+		return usageError(stderr, "repair", "--slot: %v", err)
+	}
+	now := time.Now()
+	until, err := parseReserveUntil(*untilFlag, now)
+	if err != nil {
+		return usageError(stderr, "repair", "--reserve-until: %v", err)
+	}
+	if *timeout <= 0 {
+		return usageError(stderr, "repair", "--timeout %v must be positive", *timeout)
+	}
+	if !*yes && !in.terminal {
+		return usageError(stderr, "repair", "refusing without confirmation: stdin is not a terminal; pass --yes to repair from a script")
+	}
+	conn, err := coordinator.Dial(servers, z.auth, max(*timeout, 2*time.Second), hclog.NewNullLogger())
+	if err != nil {
+		fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
+		return exitFailure
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+
+	what := fmt.Sprintf("%d slot node(s)", len(slots))
+	if len(slots) == 1 {
+		what = "slot node " + slots[0].String()
+	}
+	fmt.Fprintf(stdout, "repair %s under %s on %s: missing nodes are made with reserved_until %s (%d ms, %s from now); existing nodes are left as they are\n",
+		what, z.root, strings.Join(servers, ","), time.UnixMilli(until).UTC().Format(msTime), until,
+		(time.Duration(until-now.UnixMilli()) * time.Millisecond).String())
+	if !*yes {
+		fmt.Fprint(stdout, "IDs of a re-created slot start above that time. Go on? [y/N] ")
+		line, _ := bufio.NewReader(in.r).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			fmt.Fprintln(stderr, "snowflakectl repair: not confirmed; nothing changed")
+			return exitFailure
+		}
+	}
+	res, err := coordinator.RepairSlots(ctx, conn, z.root, coordinator.ACL(z.auth), slots, until)
+	for _, p := range res.MadeTree {
+		fmt.Fprintf(stdout, "made %s\n", p)
+	}
+	for _, s := range res.Made {
+		fmt.Fprintf(stdout, "made %s reserved until %s\n", s, time.UnixMilli(until).UTC().Format(msTime))
+	}
+	if n := len(res.Existing); n > 0 && n <= 8 {
+		for _, s := range res.Existing {
+			fmt.Fprintf(stdout, "%s exists; left as it is\n", s)
+		}
+	} else if n > 8 {
+		fmt.Fprintf(stdout, "%d slot nodes exist; left as they are\n", n)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
+		if errors.Is(err, zk.ErrNoAuth) {
+			fmt.Fprintln(stderr, "snowflakectl repair: the fleet's nodes are writable by its identity only; pass --zk-auth")
+		}
+		return exitFailure
+	}
+	return exitOK
+}
+
+// parseSlotList reads "all" or comma-separated dcNN-mNN names.
+func parseSlotList(s string) ([]snowflake.Slot, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "":
+		return nil, errors.New("missing; give dcNN-mNN[,...] or all")
+	case "all":
+		out := make([]snowflake.Slot, snowflake.Slots)
+		for i := range out {
+			out[i] = snowflake.SlotAt(i)
+		}
+		return out, nil
+	}
+	var out []snowflake.Slot
+	seen := map[snowflake.Slot]bool{}
+	for _, part := range strings.Split(s, ",") {
+		sl, err := snowflake.ParseSlot(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a slot like dc03-m04: %w", part, err)
+		}
+		if !seen[sl] {
+			seen[sl] = true
+			out = append(out, sl)
+		}
+	}
+	return out, nil
+}
+
+// parseReserveUntil reads Unix ms, "now" or "now+DURATION".
+func parseReserveUntil(s string, now time.Time) (int64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("missing; give Unix ms, now or now+DURATION (say now+10s)")
+	}
+	if rest, ok := strings.CutPrefix(s, "now"); ok {
+		if rest == "" {
+			return now.UnixMilli(), nil
+		}
+		d, err := time.ParseDuration(strings.TrimPrefix(rest, "+"))
+		if !strings.HasPrefix(rest, "+") || err != nil || d < 0 {
+			return 0, fmt.Errorf("%q: want now+DURATION with a duration such as 10s or 5m", s)
+		}
+		return now.Add(d).UnixMilli(), nil
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is neither Unix ms nor now+DURATION", s)
+	}
+	if ms < snowflake.MinUnixMs || ms > snowflake.MaxUnixMs {
+		return 0, fmt.Errorf("%d ms is outside the IDs' time range %d..%d", ms, snowflake.MinUnixMs, snowflake.MaxUnixMs)
+	}
+	return ms, nil
+}

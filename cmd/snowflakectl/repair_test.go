@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// A slot node deleted by hand is re-created only with a confirmation: not
+// without a terminal and without --yes, not when the person answers no;
+// with yes (or --yes) it is made with the reservation asked for, and a
+// node that exists is left as it is.
+func TestRepairRecreatesMissingSlotAfterConfirmation(t *testing.T) {
+	zks := zktest.Start(t)
+	root := "/repair-test"
+	startHolder(t, zks.Addr(), root, "10.0.0.1:7609") // makes the root and every slot node
+	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	slot := snowflake.Slot{Datacenter: 3, Machine: 4}
+	sp := coordinator.SlotPath(root, slot)
+	if err := conn.Delete(sp, -1); err != nil {
+		t.Fatal(err)
+	}
+	until := time.Now().Add(time.Minute).UnixMilli()
+	args := []string{"--zk", zks.Addr(), "--zk-root", root, "--slot", "dc03-m04", "--reserve-until", itoa64(until)}
+	exists := func() bool { ok, _, err := conn.Exists(sp); return err == nil && ok }
+
+	var out, errb bytes.Buffer
+	if rc := runRepair(args, input{r: strings.NewReader("y\n")}, &out, &errb); rc != exitUsage ||
+		!strings.Contains(errb.String(), "--yes") || exists() {
+		t.Fatalf("without a terminal and --yes: rc %d, stderr %q, node made %v; want a refusal naming --yes", rc, errb.String(), exists())
+	}
+	out.Reset()
+	errb.Reset()
+	if rc := runRepair(args, input{r: strings.NewReader("n\n"), terminal: true}, &out, &errb); rc != exitFailure || exists() {
+		t.Fatalf("answered no: rc %d, node made %v; stderr %q", rc, exists(), errb.String())
+	}
+	if !strings.Contains(out.String(), "[y/N]") || !strings.Contains(out.String(), "dc03-m04") {
+		t.Errorf("prompt %q does not say what it will do", out.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if rc := runRepair(args, input{r: strings.NewReader("yes\n"), terminal: true}, &out, &errb); rc != exitOK {
+		t.Fatalf("answered yes: rc %d, stderr %q", rc, errb.String())
+	}
+	data, st, err := conn.Get(sp)
+	if err != nil {
+		t.Fatalf("slot node not made: %v", err)
+	}
+	var rec struct {
+		ReservedUntilMs int64 `json:"reserved_until_ms"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil || rec.ReservedUntilMs != until {
+		t.Fatalf("made node %s, want reserved_until_ms %d", data, until)
+	}
+	t.Logf("answered yes:\n%s", out.String())
+	if !strings.Contains(out.String(), "made dc03-m04") {
+		t.Errorf("output %q does not name the node made", out.String())
+	}
+	// Again, with --yes: the node exists now and is not written.
+	out.Reset()
+	errb.Reset()
+	if rc := runRepair(append(args[:len(args)-1:len(args)-1], "now", "--yes"), input{}, &out, &errb); rc != exitOK {
+		t.Fatalf("--yes on an existing node: rc %d, stderr %q", rc, errb.String())
+	}
+	if _, st2, _ := conn.Get(sp); st2.Version != st.Version || st2.Mzxid != st.Mzxid {
+		t.Fatal("repair wrote a slot node that exists")
+	}
+	if !strings.Contains(out.String(), "dc03-m04 exists; left as it is") {
+		t.Errorf("output %q does not say the node was left", out.String())
+	}
+}
+
+// slots/ deleted whole: repair --slot all makes it and every slot node.
+func TestRepairAllAfterSlotsDeleted(t *testing.T) {
+	zks := zktest.Start(t)
+	root := "/repair-all"
+	h := startHolder(t, zks.Addr(), root, "10.0.0.1:7609")
+	h.stop()
+	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	names, _, _ := conn.Children(coordinator.SlotsPath(root))
+	for _, n := range names {
+		if err := conn.Delete(coordinator.SlotsPath(root)+"/"+n, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := conn.Delete(coordinator.SlotsPath(root), -1); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	rc := runRepair([]string{"--zk", zks.Addr(), "--zk-root", root, "--slot", "all", "--reserve-until", "now+5s", "--yes"},
+		input{}, &out, &errb)
+	if rc != exitOK {
+		t.Fatalf("rc %d, stderr %q", rc, errb.String())
+	}
+	names, _, err = conn.Children(coordinator.SlotsPath(root))
+	if err != nil || len(names) != snowflake.Slots {
+		t.Fatalf("after repair: %d slot nodes (%v), want %d", len(names), err, snowflake.Slots)
+	}
+	if !strings.Contains(out.String(), "made "+coordinator.SlotsPath(root)) {
+		t.Errorf("output does not name slots/ as made:\n%s", out.String())
+	}
+	if _, err := conn.Create(coordinator.SlotsPath(root), nil, 0, zk.WorldACL(zk.PermAll)); err != zk.ErrNodeExists {
+		t.Errorf("slots/ after repair: %v", err)
+	}
+}
+
+func TestRepairUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--reserve-until", "now"}, "--slot"},
+		{[]string{"--slot", "dc32-m00", "--reserve-until", "now"}, "--slot"},
+		{[]string{"--slot", "dc03-m04"}, "--reserve-until"},
+		{[]string{"--slot", "dc03-m04", "--reserve-until", "soon"}, "--reserve-until"},
+		{[]string{"--slot", "dc03-m04", "--reserve-until", "now-5s"}, "--reserve-until"},
+		{[]string{"--slot", "dc03-m04", "--reserve-until", "12"}, "--reserve-until"},
+		{[]string{"--slot", "all", "--reserve-until", "now", "--zk", "nohostport"}, "--zk"},
+	} {
+		var out, errb bytes.Buffer
+		rc := runRepair(tc.args, input{}, &out, &errb)
+		line := strings.TrimSpace(errb.String())
+		if rc != exitUsage || !strings.Contains(line, tc.want) || strings.Contains(line, "\n") {
+			t.Errorf("%v: rc %d stderr %q; want %d and one line naming %q", tc.args, rc, line, exitUsage, tc.want)
+		}
+	}
+	now := time.UnixMilli(1_796_277_989_131)
+	for in, want := range map[string]int64{"now": now.UnixMilli(), "now+10s": now.UnixMilli() + 10_000, "1796277989999": 1796277989999} {
+		if got, err := parseReserveUntil(in, now); err != nil || got != want {
+			t.Errorf("parseReserveUntil(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+}
+
+func itoa64(v int64) string { return strconv.FormatInt(v, 10) }

@@ -1,0 +1,297 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// counterValue is the value of counter name with label=value as reg
+// exports it.
+// counterValue reads the counter name{label=value} from reg, or the
+// unlabelled counter name when label is "".
+func counterValue(t testing.TB, reg prometheus.Gatherer, name, label, value string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label == "" && len(m.GetLabel()) == 0 {
+				return m.GetCounter().GetValue()
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("registry exports no %s{%s=%q}", name, label, value)
+	return 0
+}
+
+// deleteAll deletes p and everything under it, as zkCli's deleteall does.
+func deleteAll(t testing.TB, conn *zk.Conn, p string) {
+	t.Helper()
+	kids, _, err := conn.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range kids {
+		deleteAll(t, conn, path.Join(p, k))
+	}
+	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		t.Fatal(err)
+	}
+}
+
+func rootLayout(t testing.TB, conn *zk.Conn, root string) string {
+	t.Helper()
+	data, _, err := conn.Get(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info RootInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		t.Fatalf("root JSON %s: %v", data, err)
+	}
+	return info.Layout
+}
+
+// The first worker on an empty path makes the root with every one of the
+// 1,024 slot nodes, reserved to its clock, and names layout v2 only then.
+func TestRootHasEverySlotNode(t *testing.T) {
+	zs := startZK(t)
+	before := time.Now().UnixMilli()
+	w := startWorker(t, "w", testConfig(zs.Addr()), newRecorder())
+	w.waitReady(10 * time.Second)
+	obs := observer(t, zs.Addr())
+	if l := rootLayout(t, obs, "/snowflake"); l != Layout {
+		t.Fatalf("root layout %q, want %q", l, Layout)
+	}
+	names, _, err := obs.Children(SlotsPath("/snowflake"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != snowflake.Slots {
+		t.Fatalf("%d slot nodes, want %d", len(names), snowflake.Slots)
+	}
+	held, _ := snowflake.ParseSlot(w.c.Status().Slot)
+	other := snowflake.SlotAt((held.Index() + 1) % snowflake.Slots)
+	r, ok := readSlot(t, obs, "/snowflake", other)
+	if !ok || r.Holder != "" || r.ReservedUntilMs < before || r.ReservedUntilMs > time.Now().UnixMilli() {
+		t.Fatalf("unused slot %s: %+v, want no holder and a reservation at the creator's clock", other, r)
+	}
+}
+
+// A v1 root (slot nodes made at first use) is upgraded by the first v2
+// worker: every missing slot node is made, reserved a horizon past its
+// clock (a missing node may have been deleted by hand), the existing ones
+// are left as they were, and the layout becomes v2.
+func TestV1RootUpgraded(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	acl := zk.WorldACL(zk.PermAll)
+	info := encodeRoot(rootInfo(LayoutV1, time.Now()))
+	for _, p := range []string{"/snowflake", LeasesPath("/snowflake"), SlotsPath("/snowflake")} {
+		data := []byte(nil)
+		if p == "/snowflake" {
+			data = info
+		}
+		if _, err := obs.Create(p, data, 0, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	used := snowflake.Slot{Datacenter: 1, Machine: 1}
+	old := encodeSlot(SlotRecord{ReservedUntilMs: time.Now().UnixMilli() - 60_000, LastMs: time.Now().UnixMilli() - 61_000, Holder: "old"})
+	if _, err := obs.Create(SlotPath("/snowflake", used), old, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	cfg := pinned(testConfig(zs.Addr()), testSlot)
+	cfg.fillWait = 100 * time.Millisecond // the root was written just now, by hand
+	rec := newRecorder()
+	start := time.Now().UnixMilli()
+	w := startWorker(t, "w", cfg, rec)
+	w.waitReady(10 * time.Second)
+	if l := rootLayout(t, obs, "/snowflake"); l != Layout {
+		t.Fatalf("root layout %q after the upgrade, want %q", l, Layout)
+	}
+	names, _, _ := obs.Children(SlotsPath("/snowflake"))
+	if len(names) != snowflake.Slots {
+		t.Fatalf("%d slot nodes after the upgrade, want %d", len(names), snowflake.Slots)
+	}
+	data, st, _ := obs.Get(SlotPath("/snowflake", used))
+	if string(data) != string(old) || st.Version != 0 {
+		t.Fatalf("existing slot node rewritten by the upgrade: version %d %s", st.Version, data)
+	}
+	r, _ := readSlot(t, obs, "/snowflake", snowflake.Slot{Datacenter: 30, Machine: 30})
+	if r.ReservedUntilMs < start+cfg.Horizon.Milliseconds() {
+		t.Fatalf("made slot node reserved until %d, want at least a horizon past the upgrade (%d)", r.ReservedUntilMs, start+cfg.Horizon.Milliseconds())
+	}
+	time.Sleep(100 * time.Millisecond)
+	if hs := rec.holdings(testSlot); len(hs) != 1 || hs[0].min <= start+cfg.Horizon.Milliseconds() {
+		t.Fatalf("holdings %+v: the first holder of an upgraded slot must start a horizon past the upgrade", hs)
+	}
+}
+
+// A held slot's node is deleted by hand, then its holder is killed: the
+// successor, whose clock is behind the old holder's last timestamp, refuses
+// the slot (error log, metric) instead of starting it at floor 0; after
+// snowflakectl repair's RepairSlots it starts above the old holder's last.
+func TestSlotNodeDeletedWhileHeld(t *testing.T) {
+	zs := startZK(t)
+	p := zktest.NewProxy(t, zs.Addr())
+	rec := newRecorder()
+	cfgA := pinned(testConfig(p.Addr()), testSlot)
+	cfgA.Renew, cfgA.Horizon = 3*time.Second, 3500*time.Millisecond // no renew between the edit and the kill
+	a := startWorker(t, "A", cfgA, rec)
+	a.waitReady(10 * time.Second)
+	leaseA := a.c.Status().LeaseNode
+	time.Sleep(300 * time.Millisecond)
+	obs := observer(t, zs.Addr())
+	if err := obs.Delete(SlotPath("/snowflake", testSlot), -1); err != nil {
+		t.Fatal(err)
+	}
+	a.Crash()
+	p.Blackhole()
+	lastA := rec.holdings(testSlot)[0].max
+
+	clk := &testClock{}
+	clk.Shift(-3 * time.Second) // behind the old holder's last timestamp once its session is gone
+	cfgC := pinned(testConfig(zs.Addr()), testSlot)
+	cfgC.Clock, cfgC.MaxSkew, cfgC.MaxReservationWait = clk, time.Hour, 10*time.Second
+	reg := prometheus.NewRegistry()
+	c := startWorkerWith(t, "C", cfgC, rec, reg)
+	// A's session expires after 2s; C then finds the slot free but its node
+	// missing.
+	waitFor(t, 10*time.Second, "the killed holder's lease node gone", func() bool {
+		names, _, _ := obs.Children(LeasesPath("/snowflake"))
+		for _, n := range names {
+			if n == leaseA {
+				return false
+			}
+		}
+		return true
+	})
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if c.c.Ready() || c.c.Generator() != nil {
+			t.Fatal("successor serves a slot whose node is missing")
+		}
+	}
+	if n := counterValue(t, reg, "snowflake_coordinator_missing_znodes_total", "znode", "slot"); n < 1 {
+		t.Fatalf("missing slot node counted %v times, want at least once", n)
+	}
+	if ok, _, _ := obs.Exists(SlotPath("/snowflake", testSlot)); ok {
+		t.Fatal("a worker re-created the deleted slot node")
+	}
+	c.Stop()
+
+	// The operator repairs it a horizon past now (cmd/snowflakectl/README.md).
+	res, err := RepairSlots(context.Background(), obs, "/snowflake", zk.WorldACL(zk.PermAll),
+		[]snowflake.Slot{testSlot}, time.Now().Add(cfgA.Horizon).UnixMilli())
+	if err != nil || len(res.Made) != 1 {
+		t.Fatalf("repair: %+v %v", res, err)
+	}
+	d := startWorker(t, "D", cfgC, rec)
+	d.waitReady(15 * time.Second)
+	time.Sleep(200 * time.Millisecond)
+	hs := rec.holdings(testSlot)
+	if len(hs) != 2 || hs[1].worker != "D" || hs[1].min <= lastA {
+		t.Fatalf("holdings %+v: the successor must start above the old holder's last %d", hs, lastA)
+	}
+	rec.checkDisjoint(t)
+}
+
+// The whole slots/ tree is deleted while workers serve: they stop serving,
+// count it, and neither they nor a worker started afterwards re-create it.
+// The holder is killed; after a repair its successor, with a clock behind,
+// starts above the old holder's last timestamp.
+func TestSlotsTreeDeletedWhileServing(t *testing.T) {
+	zs := startZK(t)
+	p := zktest.NewProxy(t, zs.Addr())
+	rec := newRecorder()
+	regB := prometheus.NewRegistry()
+	a := startWorker(t, "A", pinned(testConfig(p.Addr()), testSlot), rec)
+	b := startWorkerWith(t, "B", testConfig(zs.Addr()), rec, regB)
+	a.waitReady(10 * time.Second)
+	b.waitReady(10 * time.Second)
+	time.Sleep(300 * time.Millisecond)
+	obs := observer(t, zs.Addr())
+	deleteAll(t, obs, SlotsPath("/snowflake"))
+	waitFor(t, 5*time.Second, "both holders stop serving", func() bool { return !a.c.Ready() && !b.c.Ready() })
+	waitFor(t, 10*time.Second, "missing slots/ counted", func() bool {
+		return counterValue(t, regB, "snowflake_coordinator_missing_znodes_total", "znode", "slots") >= 1
+	})
+	a.Crash()
+	p.Blackhole()
+	lastA := rec.holdings(testSlot)[0].max
+
+	clk := &testClock{}
+	clk.Shift(-2 * time.Second)
+	cfgN := pinned(testConfig(zs.Addr()), testSlot)
+	cfgN.Clock, cfgN.MaxSkew = clk, time.Hour
+	n := startWorker(t, "N", cfgN, rec)
+	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if ok, _, _ := obs.Exists(SlotsPath("/snowflake")); ok {
+			t.Fatal("a worker re-created slots/")
+		}
+		if a.c.Ready() || b.c.Ready() || n.c.Ready() {
+			t.Fatal("a worker serves while slots/ is missing")
+		}
+	}
+	all := make([]snowflake.Slot, snowflake.Slots)
+	for i := range all {
+		all[i] = snowflake.SlotAt(i)
+	}
+	res, err := RepairSlots(context.Background(), obs, "/snowflake", zk.WorldACL(zk.PermAll), all,
+		time.Now().Add(testConfig().Horizon).UnixMilli())
+	if err != nil || len(res.Made) != snowflake.Slots || len(res.MadeTree) != 1 {
+		t.Fatalf("repair: made %d, tree %v, %v", len(res.Made), res.MadeTree, err)
+	}
+	n.waitReady(20 * time.Second)
+	b.waitReady(20 * time.Second)
+	time.Sleep(200 * time.Millisecond)
+	hs := rec.holdings(testSlot)
+	if len(hs) < 2 || hs[len(hs)-1].worker != "N" || hs[len(hs)-1].min <= lastA {
+		t.Fatalf("holdings %+v: the successor must start above the old holder's last %d", hs, lastA)
+	}
+	rec.checkDisjoint(t)
+}
+
+// The root is deleted while a worker serves: it stops, counts it, and does
+// not re-create the root (a worker re-creates only a root absent when it
+// starts).
+func TestRootDeletedWhileServing(t *testing.T) {
+	zs := startZK(t)
+	reg := prometheus.NewRegistry()
+	a := startWorkerWith(t, "A", testConfig(zs.Addr()), newRecorder(), reg)
+	a.waitReady(10 * time.Second)
+	obs := observer(t, zs.Addr())
+	deleteAll(t, obs, "/snowflake")
+	waitFor(t, 5*time.Second, "the holder stops serving", func() bool { return !a.c.Ready() })
+	waitFor(t, 10*time.Second, "missing root counted", func() bool {
+		return counterValue(t, reg, "snowflake_coordinator_missing_znodes_total", "znode", "root") >= 1
+	})
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if ok, _, _ := obs.Exists("/snowflake"); ok {
+			t.Fatal("a running worker re-created the root")
+		}
+	}
+}
