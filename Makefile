@@ -100,3 +100,9 @@ clean:
 .PHONY: diagram
 diagram:
 	dot -Tsvg deploy/diagram/fleet.dot -o deploy/diagram/fleet.svg
+
+## model: model-check the lease protocol with Spin (coordinator/model/README.md):
+## it must hold within the stated bounds and every mutant must fail
+.PHONY: model
+model:
+	coordinator/model/run.sh quick

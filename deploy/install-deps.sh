@@ -15,7 +15,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   redis-tools    redis-cli and redis-benchmark, the real clients of the RESP tests
 #   redis-server   Redis itself, the baseline of make bench-server
 #   debootstrap    the ZooKeeper image the integration suite builds (make up too)
-packages=(redis-server redis-tools debootstrap)
+#   spin, gcc      make model: Spin model-checks coordinator/model/lease.pml, gcc builds its verifier
+packages=(redis-server redis-tools debootstrap spin gcc)
 [[ ${SNOWFLEET_SKIP_ZK:-} == 1 ]] || packages=(zookeeper "${packages[@]}")
 
 if [[ ${CI:-} == true ]]; then
