@@ -390,8 +390,8 @@ end:
      current session, Exists confirms ephemeralOwner */
   :: d_step { pc[w] == CREATE && aop[w] == NONE ->
        seqctr++; nseq[w] = seqctr; alive[w] = 1;
-       printf("W%d : create lease node n%d\n", w, nseq[w]);
-       canon(); pc[w] = CHECK }
+       canon(); pc[w] = CHECK;
+       printf("W%d : create lease node n%d\n", w, nseq[w]) }
   /* claim.go: claim -- list again: lowest sequence of the slot wins */
   :: d_step { pc[w] == CHECK && aop[w] == NONE ->
        if
@@ -418,6 +418,7 @@ end:
 #ifdef M_CREATE0
        :: alive[w] && !zX && !attempted[w] ->
             /* the code before item 7: first use, Multi(Check, Create) at floor 0 */
+            printf("W%d : slot node missing: first use, floor 0\n", w);
             rf[w] = 0; verc[w] = 0; pc[w] = WAIT
        :: alive[w] && !zX && attempted[w] -> giveup(w)
 #else
@@ -448,6 +449,9 @@ end:
        :: else -> printf("W%d : queue claim Multi(Check n%d, SetData R=%d)\n", w, nseq[w], gt_);
             send(w, CLAIMW, gt_)
        fi;
+#elif defined(M_NOWAIT) || defined(V_NOWAITONLY)
+       printf("W%d : no wait past R=%d; queue claim Multi(Check n%d, SetData R=%d)\n", w, rf[w], nseq[w], gt_);
+       send(w, CLAIMW, gt_);
 #else
        printf("W%d : clock passed R=%d; queue claim Multi(Check n%d, SetData R=%d)\n", w, rf[w], nseq[w], gt_);
        send(w, CLAIMW, gt_);
