@@ -91,7 +91,7 @@ integration:
 
 ## check: what CI runs. Nothing skips unless asked: SNOWFLEET_SKIP_ZK=1 skips
 ## the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the Docker suite (not with CI=true)
-check: deps lint test integration
+check: deps lint model test integration
 	@skipped=; \
 	if [ "$$SNOWFLEET_SKIP_ZK" = 1 ]; then skipped="the ZooKeeper tests (SNOWFLEET_SKIP_ZK=1)"; fi; \
 	if [ "$$SNOWFLEET_SKIP_DOCKER" = 1 ]; then skipped="$${skipped:+$$skipped and }the Docker suite (SNOWFLEET_SKIP_DOCKER=1)"; fi; \
@@ -104,3 +104,9 @@ clean:
 .PHONY: diagram
 diagram:
 	dot -Tsvg deploy/diagram/fleet.dot -o deploy/diagram/fleet.svg
+
+## model: model-check the lease protocol with Spin (coordinator/model/README.md):
+## it must hold within the stated bounds and every mutant must fail
+.PHONY: model
+model:
+	coordinator/model/run.sh quick

@@ -18,7 +18,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   haproxy, python3-redis, node-redis
 #                  the L4 balancer and the client libraries, not ours, that
 #                  integration/clients draws IDs with
-packages=(redis-server redis-tools debootstrap haproxy python3-redis node-redis)
+#   spin, gcc      make model: Spin model-checks coordinator/model/lease.pml, gcc builds its verifier
+packages=(redis-server redis-tools debootstrap haproxy python3-redis node-redis spin gcc)
 [[ ${SNOWFLEET_SKIP_ZK:-} == 1 ]] || packages=(zookeeper "${packages[@]}")
 
 if [[ ${CI:-} == true ]]; then

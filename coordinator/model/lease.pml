@@ -1,0 +1,542 @@
+/*
+ * lease.pml -- Promela model of the slot lease AS coordinator/ IMPLEMENTS IT,
+ * for ONE slot, checked exhaustively with Spin by run.sh (make model).
+ * Adapted from ../../../shared/model/lease.pml (the model of DESIGN.md).
+ * Each step names the Go function it models; keep the two in step.
+ *
+ * ZooKeeper: an atomic, linearizable store; every call is one step.
+ *   leases/_c_<guid>-dc07-m13-<seq>  alive[w], nseq[w]: worker w's ephemeral
+ *       sequential lease node (at most one per worker).  Names are renumbered
+ *       1..k among existing nodes after each create/delete (canon()): only
+ *       their order and equality matter, so this is exact and bounds the
+ *       counter, and claims need no bound.
+ *   slots/dc07-m13  zR = reserved_until_ms, zH = holder (our renumbered lease
+ *       node name; 0 = none or a node that is gone), zX = the node exists.
+ *       Item 7: the node is made with the root (root.go: createRoot, all
+ *       1,024 slot nodes), so it exists from the start with R = 0; only an
+ *       operator's hand edit (-DMAXDEL=1) deletes it, and nothing re-creates
+ *       it (snowflakectl repair is not modelled).
+ *   versions  only "is this copy current" matters: verc[w] is the version
+ *       the worker holds (l.version / the version it read), averc[w] the one
+ *       inside its queued write; every landed write makes all copies stale.
+ *   fence.go: fenced  Multi(Check(lease node, -1), SetData(slot, version)):
+ *       writeLeaseGone if the lease node named in the call is gone,
+ *       writeConflict if the slot node is gone or the version is stale,
+ *       else the write; all or nothing.
+ *   session expiry  any time, any number of times: ZooKeeper deletes the
+ *       node, alive[w] := 0 and go-zookeeper opens a new session by itself
+ *       (conn.SessionID() changes).  A pause or a partition is an
+ *       interleaving in which the worker does nothing.
+ * Queued calls: go-zookeeper keeps unsent requests across a reconnect and
+ *   sends them on the new session; ZooKeeper applies one client's requests in
+ *   order.  aop/aval/anode/averc[w]: ONE write in the air per worker.  It
+ *   lands any time later -- also after its session expired -- or is dropped.
+ *   The worker gets the answer, or its own call timeout / a closed connection
+ *   (coordinator.go: call; session.go: unknownOutcome -> writeUnknown) while
+ *   the write stays queued and may still land, unheard.  Requests are applied
+ *   in order, so the worker's next ZooKeeper call takes effect only after the
+ *   queued one landed or was dropped (guard aop[w] == NONE).  Issuing IDs
+ *   needs no ZooKeeper and does not wait.
+ * Clock (coordinator.go: nowMs): every reading is ANY value in 0..MAXT,
+ *   independent of the last one and of the other workers: skewed by any
+ *   amount, stepping back by any amount.
+ * Generator (snowflake/generator.go) of a tenure: state word (glast, gseq)
+ *   with the floor bit gflr and the seal (holding[w] = 0); ceiling ceil[w]
+ *   (gceil[w] under M_EARLYCEIL).  Sequence 0..MAXSEQ.
+ * ASSERTION (at every ID issued): no two IDs of the slot share a
+ *   (timestamp, sequence) -- ids is the set of every ID ever issued.
+ *
+ * Compile-time switches (run.sh):
+ *   NW MAXT H MAXSEQ  workers, clock 0..MAXT, horizon, sequence 0..MAXSEQ
+ *   MAXDEL            operator deletions of the slot node (default 0)
+ *   M_BARESET   mutant: renew and release write with a bare Set(slot, -1)
+ *               (no Check of the lease node, no version)
+ *   M_NOWAIT    mutant: reserve neither waits past R nor keeps the claim
+ *               write above it: R := now + H from any clock reading
+ *   V_NOWAITONLY variant: reserve skips waitPast only (floor and
+ *               max(now + H, R) kept) -- holds: the wait is not what
+ *               carries safety in this code
+ *   M_EARLYCEIL mutant: renew raises the generator's ceiling when it sends
+ *               the write, before ZooKeeper confirms it
+ *   M_RELBELOW  mutant: release writes R := last issued (0 when this
+ *               tenure issued none) instead of max(Seal(), l.floor)
+ *   M_NOFLOOR   mutant: the generator is made with Floor 0 (the wait past R
+ *               stays)
+ *   M_CREATE0   mutant (the code before item 7): a missing slot node is
+ *               re-created inside the fence at floor 0; needs MAXDEL >= 1
+ *   V_VERSIONSET variant: renew and release are a versioned bare
+ *               Set(slot, version), no Check -- holds (the version fences)
+ */
+
+#ifndef NW
+#define NW 2
+#endif
+#ifndef MAXT
+#define MAXT 5
+#endif
+#ifndef H
+#define H 2
+#endif
+#ifndef MAXSEQ
+#define MAXSEQ 1
+#endif
+#ifndef MAXDEL
+#define MAXDEL 0
+#endif
+
+/* queued write kinds */
+#define NONE     0
+#define CLAIMW   1
+#define RENEW    2
+#define RELEASE  3
+#define CREATEW  4
+/* answers: writeResult in fence.go */
+#define OK       1
+#define GONE     2     /* writeLeaseGone */
+#define CONFL    3     /* writeConflict */
+#define UNKN     4     /* writeUnknown */
+/* worker states */
+#define LIST      0    /* claim.go: claim, list + freeSlots */
+#define CREATE    1    /* claim.go: createLease */
+#define CHECK     2    /* claim.go: claim, the listing after our create */
+#define READ      3    /* claim.go: reserve, readSlot */
+#define WAIT      4    /* claim.go: reserve, waitPast + writeSlot */
+#define CLAIMING  5    /* claim.go: reserve, the answer of writeSlot */
+#define HOLD      6    /* hold.go: hold */
+#define RENEWING  7    /* hold.go: renew */
+#define RELEASING 8    /* release.go: release */
+
+#define MAX(a,b) ((a) > (b) -> (a) : (b))
+#define MIN(a,b) ((a) < (b) -> (a) : (b))
+
+/* ---------------- ZooKeeper ---------------- */
+byte zR;                 /* slots/..: reserved_until_ms */
+byte zH;                 /* slots/..: holder */
+bool zX = 1;             /* slots/.. exists: made with the root (item 7) */
+byte ndel;               /* operator deletions so far */
+byte seqctr;             /* leases/: the sequential counter */
+bool alive[NW];          /* worker w's lease node exists */
+byte nseq[NW];           /* its name (0 = none) */
+bool verc[NW];           /* worker's copy of the slot version is current */
+
+/* ---------------- the one queued write per worker ---------------- */
+byte aop[NW];
+byte aval[NW];           /* reserved_until it writes */
+byte anode[NW];          /* lease node it checks and names as holder */
+bool averc[NW];          /* its expected version is current */
+bool await[NW];          /* the worker still waits for the answer */
+byte res[NW];            /* answer delivered to the worker */
+
+/* ---------------- workers (the lease struct) ---------------- */
+byte pc[NW];
+byte rf[NW];             /* l.floor: R found by reserve */
+byte sval[NW];           /* target of the write it waits on */
+byte ceil[NW];           /* l.ceiling = the generator's ceiling */
+bool attempted[NW];      /* reserve: a write of ours may have landed */
+bool rat[NW];            /* release: second attempt used */
+/* generator */
+bool holding[NW];        /* a generator exists and is not sealed */
+byte glast[NW];          /* state word: timestamp */
+byte gseq[NW];           /* state word: sequence */
+bool gflr[NW];           /* state word: floor bit (nothing issued yet) */
+#ifdef M_EARLYCEIL
+byte gceil[NW];          /* the generator's ceiling, raised early */
+#define GCEIL(w) gceil[w]
+#else
+#define GCEIL(w) ceil[w]
+#endif
+
+/* ---------------- ghost: every ID issued, bit ts*(MAXSEQ+1)+seq ------- */
+#if (MAXT + 1) * (MAXSEQ + 1) <= 8
+#define MASK byte
+#elif (MAXT + 1) * (MAXSEQ + 1) <= 15
+#define MASK short
+#else
+#define MASK int
+#endif
+MASK ids;
+#define IDBIT(t,s) (1 << ((t) * (MAXSEQ + 1) + (s)))
+
+byte gi_, gj_, gk_, gr_, gt_;
+byte nr_[NW];            /* scratch: 0 between steps */
+
+#if NW == 2
+#define NOLIVE        (!alive[0] && !alive[1])
+#define LOWER(w)      ((w != 0 && alive[0] && nseq[0] < nseq[w]) || \
+                       (w != 1 && alive[1] && nseq[1] < nseq[w]))
+#else
+#define NOLIVE        (!alive[0] && !alive[1] && !alive[2])
+#define LOWER(w)      ((w != 0 && alive[0] && nseq[0] < nseq[w]) || \
+                       (w != 1 && alive[1] && nseq[1] < nseq[w]) || \
+                       (w != 2 && alive[2] && nseq[2] < nseq[w]))
+#endif
+
+#ifdef M_NOFLOOR
+#define GENFLOOR(w) 0
+#else
+#define GENFLOOR(w) rf[w]
+#endif
+
+/* release.go: release -- target := max(gen.Seal(), l.floor); Seal returns
+   the last issued timestamp, or the floor when none was issued */
+#ifdef M_RELBELOW
+#define RELVAL(w) (gflr[w] -> 0 : glast[w])
+#else
+#define RELVAL(w) MAX(glast[w], rf[w])
+#endif
+
+inline invalidate_versions() {
+  gi_ = 0;
+  do
+  :: gi_ < NW -> verc[gi_] = 0; averc[gi_] = 0; gi_++
+  :: else -> break
+  od;
+  gi_ = 0
+}
+
+/* queue a write; the worker waits for its answer */
+inline send(w, op, val) {
+  aop[w] = op; aval[w] = val; anode[w] = nseq[w]; averc[w] = verc[w];
+  await[w] = 1; sval[w] = val
+}
+
+inline clear_air(w) {
+  aop[w] = NONE; aval[w] = 0; anode[w] = 0; averc[w] = 0
+}
+
+#if defined(M_BARESET)
+#define BARE(w) (aop[w] == RENEW || aop[w] == RELEASE)
+#define BAREVER(w) true             /* Set(slot, data, -1) */
+#elif defined(V_VERSIONSET)
+#define BARE(w) (aop[w] == RENEW || aop[w] == RELEASE)
+#define BAREVER(w) averc[w]         /* Set(slot, data, version) */
+#else
+#define BARE(w) false
+#define BAREVER(w) false
+#endif
+#define NODEOK(w) (alive[w] && nseq[w] == anode[w])
+
+inline popname(op) {
+  if
+  :: op == CLAIMW -> printf("claim Multi")
+  :: op == RENEW && BARE(w) -> printf("renew BARE Set")
+  :: op == RENEW && !BARE(w) -> printf("renew Multi")
+  :: op == RELEASE && BARE(w) -> printf("release BARE Set")
+  :: op == RELEASE && !BARE(w) -> printf("release Multi")
+  :: op == CREATEW -> printf("Multi(Check, Create slot)")
+  fi
+}
+
+/* fence.go: fenced -- ZooKeeper applies w's queued write, maybe long after
+   it was sent, maybe on a later session of w's client */
+inline land(w) {
+  if
+  :: BARE(w) && zX && BAREVER(w) -> gr_ = OK
+  :: BARE(w) && !(zX && BAREVER(w)) -> gr_ = CONFL
+  :: !BARE(w) && !NODEOK(w) -> gr_ = GONE               /* resp[0] ErrNoNode */
+  :: !BARE(w) && NODEOK(w) && aop[w] == CREATEW && zX -> gr_ = CONFL   /* ErrNodeExists */
+  :: !BARE(w) && NODEOK(w) && aop[w] != CREATEW && !(zX && averc[w]) -> gr_ = CONFL
+  :: !BARE(w) && NODEOK(w) && (aop[w] == CREATEW -> !zX : (zX && averc[w])) -> gr_ = OK
+  fi;
+  printf("ZK : W%d's queued ", w); popname(aop[w]);
+  printf(" (R=%d, lease n%d) lands: ", aval[w], anode[w]);
+  if
+  :: gr_ == OK -> printf("OK")
+  :: gr_ == GONE -> printf("ErrNoNode on the lease node (writeLeaseGone)")
+  :: gr_ == CONFL -> printf("slot node changed or gone (writeConflict)")
+  fi;
+  if :: await[w] -> printf("\n") :: else -> printf(", unheard\n") fi;
+  if
+  :: gr_ == OK -> zR = aval[w]; zH = anode[w]; zX = 1; invalidate_versions()
+  :: else -> skip
+  fi;
+  if
+  :: await[w] -> res[w] = gr_; await[w] = 0;
+     if :: gr_ == OK -> verc[w] = 1 :: else -> skip fi
+  :: else -> skip
+  fi;
+  clear_air(w); gr_ = 0
+}
+
+/* w's lease node is deleted (or forgotten, when already gone).  A holder
+   name that names no node any more is only ever compared with fresh names,
+   so it becomes 0 (fewer states, same runs). */
+inline drop_node(w) {
+  if :: zH != 0 && zH == nseq[w] -> zH = 0 :: else -> skip fi;
+  alive[w] = 0; nseq[w] = 0;
+  canon()
+}
+
+/* renumber the names in use 1..k in order (see the header) */
+inline canon() {
+  gi_ = 0;
+  do
+  :: gi_ < NW ->
+     if
+     :: nseq[gi_] != 0 ->
+        nr_[gi_] = 1; gj_ = 0;
+        do
+        :: gj_ < NW ->
+           if :: nseq[gj_] != 0 && nseq[gj_] < nseq[gi_] -> nr_[gi_]++ :: else -> skip fi;
+           gj_++
+        :: else -> break
+        od;
+        gj_ = 0
+     :: else -> nr_[gi_] = 0
+     fi;
+     gi_++
+  :: else -> break
+  od;
+  gi_ = 0; gk_ = 0; seqctr = 0;
+  do
+  :: gi_ < NW ->
+     if :: zH != 0 && zH == nseq[gi_] -> gk_ = nr_[gi_] :: else -> skip fi;
+     if :: anode[gi_] != 0 -> anode[gi_] = nr_[gi_] :: else -> skip fi;
+     nseq[gi_] = nr_[gi_];
+     if :: nr_[gi_] > seqctr -> seqctr = nr_[gi_] :: else -> skip fi;
+     nr_[gi_] = 0; gi_++
+  :: else -> break
+  od;
+  zH = gk_; gk_ = 0; gi_ = 0
+}
+
+/* gt_ := any value in lo..hi (one step; blocks if lo > hi) */
+#define PICK(lo,hi) if \
+  :: (lo) <= 0 && 0 <= (hi) -> gt_ = 0 \
+  :: (lo) <= 1 && 1 <= (hi) -> gt_ = 1 \
+  :: (lo) <= 2 && 2 <= (hi) -> gt_ = 2 \
+  :: (lo) <= 3 && 3 <= (hi) -> gt_ = 3 \
+  :: (lo) <= 4 && 4 <= (hi) -> gt_ = 4 \
+  :: (lo) <= 5 && 5 <= (hi) -> gt_ = 5 \
+  :: (lo) <= 6 && 6 <= (hi) -> gt_ = 6 \
+  :: (lo) <= 7 && 7 <= (hi) -> gt_ = 7 \
+  :: (lo) <= 8 && 8 <= (hi) -> gt_ = 8 \
+  :: (lo) <= 9 && 9 <= (hi) -> gt_ = 9 \
+  :: (lo) <= 10 && 10 <= (hi) -> gt_ = 10 \
+  :: (lo) <= 11 && 11 <= (hi) -> gt_ = 11 \
+  :: (lo) <= 12 && 12 <= (hi) -> gt_ = 12 \
+  fi
+
+/* hold.go: hold -> snowflake.NewGenerator(Floor: l.floor, Ceiling:
+   l.ceiling): the state word starts at floor<<12 | MaxSequence | floorBit */
+inline start_tenure(w) {
+  holding[w] = 1; glast[w] = GENFLOOR(w); gseq[w] = MAXSEQ; gflr[w] = 1;
+#ifdef M_EARLYCEIL
+  gceil[w] = ceil[w];
+#endif
+  printf("W%d : TENURE n%d starts: generator floor %d, ceiling %d\n", w, nseq[w], GENFLOOR(w), ceil[w])
+}
+
+/* snowflake/generator.go: reserve -- one ID (gt_, gk_) */
+inline issue(w) {
+  printf("W%d : issues ID (ts %d, seq %d)  [lease n%d, ceiling %d]\n", w, gt_, gk_, nseq[w], GCEIL(w));
+  assert((ids & IDBIT(gt_, gk_)) == 0);      /* no (ts, seq) issued twice */
+  ids = ids | IDBIT(gt_, gk_);
+  glast[w] = gt_; gseq[w] = gk_; gflr[w] = 0;
+  gt_ = 0; gk_ = 0
+}
+
+/* the per-tenure state a new claim starts without */
+inline forget(w) {
+  verc[w] = 0; rf[w] = 0; sval[w] = 0; ceil[w] = 0; attempted[w] = 0; rat[w] = 0;
+  glast[w] = 0; gseq[w] = 0; gflr[w] = 0;
+#ifdef M_EARLYCEIL
+  gceil[w] = 0;
+#endif
+  skip
+}
+
+/* hold.go: lost -- gen.Seal() first; the node is deleted only when the slot
+   was taken (writeConflict); back to claim */
+inline lose(w, del) {
+  holding[w] = 0;
+  if :: del -> drop_node(w) :: else -> skip fi;
+  forget(w); pc[w] = LIST
+}
+
+/* claim.go: reserve gives the lease up -- deleteLease, claim picks again */
+inline giveup(w) {
+  drop_node(w); forget(w); pc[w] = LIST
+}
+
+proctype Worker(byte w)
+{
+end:
+  do
+  /* ---------------- environment acting on w ---------------- */
+  :: d_step { alive[w] ->                          /* session expiry */
+       printf("ZK : W%d's session expires: lease node n%d deleted; go-zookeeper opens a new session\n", w, nseq[w]);
+       alive[w] = 0 }
+  :: d_step { aop[w] != NONE -> land(w) }          /* queued write applied */
+  :: d_step { aop[w] != NONE ->                    /* queued write dropped */
+       printf("ZK : W%d's queued ", w); popname(aop[w]); printf(" is dropped, never applied\n");
+       if :: await[w] -> res[w] = UNKN; await[w] = 0 :: else -> skip fi;
+       clear_air(w) }
+  :: d_step { await[w] ->                          /* coordinator.go: call times out */
+       printf("W%d : no answer (call timeout / connection closed): outcome unknown\n", w);
+       res[w] = UNKN; await[w] = 0 }               /* the write stays queued */
+#if MAXDEL > 0
+  :: d_step { w == 0 && zX && ndel < MAXDEL ->     /* hand edit in zkCli */
+       printf("OP : deleteall slots/dc07-m13\n");
+       zX = 0; zR = 0; zH = 0; ndel++; invalidate_versions() }
+#endif
+
+  /* ---------------- claim ---------------- */
+  /* claim.go: claim -- list leases/, freeSlots: the slot is free when no
+     lease node names it (else standby) */
+  :: d_step { pc[w] == LIST && aop[w] == NONE && NOLIVE ->
+       printf("W%d : ls leases/: slot free\n", w); pc[w] = CREATE }
+  /* claim.go: createLease -- protected ephemeral sequential create on our
+     current session, Exists confirms ephemeralOwner */
+  :: d_step { pc[w] == CREATE && aop[w] == NONE ->
+       seqctr++; nseq[w] = seqctr; alive[w] = 1;
+       canon(); pc[w] = CHECK;
+       printf("W%d : create lease node n%d\n", w, nseq[w]) }
+  /* claim.go: claim -- list again: lowest sequence of the slot wins */
+  :: d_step { pc[w] == CHECK && aop[w] == NONE ->
+       if
+       :: LOWER(w) -> printf("W%d : a lower node holds the slot: delete n%d\n", w, nseq[w]); giveup(w)
+       :: else -> printf("W%d : n%d is the lowest node of the slot\n", w, nseq[w]); pc[w] = READ
+       fi }
+  /* claim.go: reserve -- SessionID check, then fence.go: readSlot */
+  :: d_step { pc[w] == READ && aop[w] == NONE ->
+       if
+       :: !alive[w] -> printf("W%d : session changed during claim: give up\n", w);
+            forget(w); pc[w] = LIST           /* the node went with the session */
+       :: alive[w] && zX && zH != 0 && zH == nseq[w] ->
+            /* our unanswered write landed: adopt its version and R */
+            verc[w] = 1; ceil[w] = zR; attempted[w] = 0;
+            printf("W%d : read slot: holder is our n%d: adopt R=%d\n", w, zH, zR);
+            start_tenure(w); pc[w] = HOLD
+       :: alive[w] && zX && !(zH != 0 && zH == nseq[w]) && attempted[w] && !verc[w] ->
+            printf("W%d : slot written by another holder during our claim: give up\n", w);
+            giveup(w)
+       :: alive[w] && zX && !(zH != 0 && zH == nseq[w]) && !(attempted[w] && !verc[w]) ->
+            rf[w] = zR; verc[w] = 1;
+            printf("W%d : read slot: R=%d, l.floor := %d\n", w, zR, zR);
+            pc[w] = WAIT
+#ifdef M_CREATE0
+       :: alive[w] && !zX && !attempted[w] ->
+            /* the code before item 7: first use, Multi(Check, Create) at floor 0 */
+            printf("W%d : slot node missing: first use, floor 0\n", w);
+            rf[w] = 0; verc[w] = 0; pc[w] = WAIT
+       :: alive[w] && !zX && attempted[w] -> giveup(w)
+#else
+       :: alive[w] && !zX ->
+            /* item 7: a missing slot node is damage: avoid the slot, let go */
+            printf("W%d : slot node missing: refuse the slot\n", w);
+            giveup(w)
+#endif
+       fi }
+  /* claim.go: reserve -- waitPast(R) (or give up: the wait is too long, or
+     the clock moved back past the deadline), then reservedUntil(now, R)
+     and writeSlot: the fenced Multi */
+  :: d_step { pc[w] == WAIT && aop[w] == NONE -> printf("W%d : wait too long: give up the slot\n", w); giveup(w) }
+#if defined(M_NOWAIT) || defined(V_NOWAITONLY)
+  :: atomic { pc[w] == WAIT && aop[w] == NONE -> PICK(0, MAXT); d_step {
+#else
+  :: atomic { pc[w] == WAIT && aop[w] == NONE && rf[w] < MAXT -> PICK(rf[w] + 1, MAXT); d_step {
+#endif
+#if defined(M_NOWAIT)
+       gt_ = gt_ + H;
+#else
+       gt_ = MAX(gt_ + H, rf[w]);
+#endif
+#ifdef M_CREATE0
+       if
+       :: !zX && !attempted[w] -> printf("W%d : queue Multi(Check n%d, Create slot R=%d)\n", w, nseq[w], gt_);
+            send(w, CREATEW, gt_)
+       :: else -> printf("W%d : queue claim Multi(Check n%d, SetData R=%d)\n", w, nseq[w], gt_);
+            send(w, CLAIMW, gt_)
+       fi;
+#elif defined(M_NOWAIT) || defined(V_NOWAITONLY)
+       printf("W%d : no wait past R=%d; queue claim Multi(Check n%d, SetData R=%d)\n", w, rf[w], nseq[w], gt_);
+       send(w, CLAIMW, gt_);
+#else
+       printf("W%d : clock passed R=%d; queue claim Multi(Check n%d, SetData R=%d)\n", w, rf[w], nseq[w], gt_);
+       send(w, CLAIMW, gt_);
+#endif
+       attempted[w] = 1; gt_ = 0; pc[w] = CLAIMING } }
+  /* claim.go: reserve -- the answer of the claim write */
+  :: d_step { pc[w] == CLAIMING && res[w] != NONE ->
+       if
+       :: res[w] == OK -> ceil[w] = sval[w]; attempted[w] = 0;
+            printf("W%d : claim write OK\n", w); start_tenure(w); pc[w] = HOLD
+       :: res[w] == GONE -> printf("W%d : claim write: lease node gone\n", w);
+            forget(w); pc[w] = LIST
+       :: else -> pc[w] = READ          /* conflict, unknown: read again */
+       fi;
+       res[w] = NONE; sval[w] = 0 }
+
+  /* ---------------- hold ---------------- */
+  /* snowflake/generator.go: reserve -- a new millisecond: clock reading in
+     (last, ceiling]; or the same millisecond, next sequence (the clock at
+     or up to MaxRollbackWait behind last; not from the floor state) */
+  :: atomic { holding[w] && glast[w] < MIN(GCEIL(w), MAXT) ->
+       PICK(glast[w] + 1, MIN(GCEIL(w), MAXT)); d_step { gk_ = 0; issue(w) } }
+  :: d_step { holding[w] && !gflr[w] && gseq[w] < MAXSEQ ->
+       gt_ = glast[w]; gk_ = gseq[w] + 1; issue(w) }
+  /* hold.go: hold -- at a tick: SessionID changed (or Expired): lost */
+  :: d_step { pc[w] == HOLD && !alive[w] ->
+       printf("W%d : SessionID changed: lease lost, seal\n", w); lose(w, 0) }
+  /* hold.go: renew -- target := reservedUntil(now, l.ceiling), writeSlot
+     at l.version */
+  :: atomic { pc[w] == HOLD && aop[w] == NONE && alive[w] ->
+       PICK(0, MAXT); d_step {
+       gt_ = MAX(gt_ + H, ceil[w]);
+       printf("W%d : queue renew Multi(Check n%d, SetData R=%d)\n", w, nseq[w], gt_);
+       send(w, RENEW, gt_);
+#ifdef M_EARLYCEIL
+       gceil[w] = MAX(gceil[w], gt_);
+#endif
+       gt_ = 0; pc[w] = RENEWING } }
+  :: d_step { pc[w] == RENEWING && res[w] != NONE && aop[w] == NONE ->
+       if
+       :: res[w] == OK -> ceil[w] = sval[w]; pc[w] = HOLD;       /* gen.SetCeiling */
+            printf("W%d : renew OK: ceiling := %d\n", w, ceil[w])
+       :: res[w] == UNKN -> pc[w] = HOLD   /* serve up to the confirmed ceiling */
+       :: res[w] == GONE -> printf("W%d : renew: lease node gone: lost, seal\n", w); lose(w, 0)
+       :: res[w] == CONFL && zX && zH != 0 && zH == nseq[w] ->
+            /* bad version, the slot still names us: adopt, write again */
+            verc[w] = 1; ceil[w] = MAX(ceil[w], zR); pc[w] = HOLD;
+            printf("W%d : renew conflict, slot names n%d: adopt, ceiling := %d\n", w, zH, ceil[w])
+       :: res[w] == CONFL && !(zX && zH != 0 && zH == nseq[w]) ->
+            printf("W%d : renew conflict: slot taken: lost, seal, delete n%d\n", w, nseq[w]); lose(w, 1)
+       fi;
+       res[w] = NONE; sval[w] = 0 }
+
+  /* ---------------- release (ctx done at a tick) ---------------- */
+  /* release.go: release -- gen.Seal(), then writeSlot(max(last, l.floor))
+     at l.version, a second attempt after a conflict whose re-read still
+     names us */
+  :: d_step { pc[w] == HOLD && aop[w] == NONE ->
+       holding[w] = 0;
+       gt_ = RELVAL(w);
+       printf("W%d : SIGTERM: seal; queue release Multi(Check n%d, SetData R=%d)\n", w, nseq[w], gt_);
+       send(w, RELEASE, gt_); gt_ = 0; pc[w] = RELEASING }
+  :: d_step { pc[w] == RELEASING && res[w] != NONE && aop[w] == NONE ->
+       if
+       :: res[w] == CONFL && !rat[w] && zX && zH != 0 && zH == nseq[w] ->
+            verc[w] = 1; rat[w] = 1; gt_ = RELVAL(w);
+            printf("W%d : release conflict, slot names n%d: write again\n", w, zH);
+            send(w, RELEASE, gt_); gt_ = 0
+       :: else ->
+            /* deletePath(l.path), close the session, exit; a new process
+               may start and claim again */
+            printf("W%d : delete n%d, close session, exit; a new process starts\n", w, nseq[w]);
+            res[w] = NONE; giveup(w)
+       fi;
+       res[w] = NONE }
+  od
+}
+
+init {
+  atomic {
+    gi_ = 0;
+    do
+    :: gi_ < NW -> run Worker(gi_); gi_++
+    :: else -> break
+    od;
+    gi_ = 0
+  }
+}
