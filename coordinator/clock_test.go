@@ -219,3 +219,32 @@ func TestClockSteppedBackLogical(t *testing.T) {
 		t.Fatalf("lead %d ms after the clock caught up", lead)
 	}
 }
+
+// TestClockStepsSeen: a holder's clock stepped forward 3 s and back 2 s is
+// seen at the next renewals, by direction, and the forward step is the
+// largest gap shown: the metrics an operator reads to tell a step from a
+// skew.
+func TestClockStepsSeen(t *testing.T) {
+	zs := startZK(t)
+	clk := &testClock{}
+	cfg := pinned(testConfig(zs.Addr()), testSlot)
+	cfg.Clock = clk
+	cfg.MaxSkew = time.Hour
+	reg := prometheus.NewRegistry()
+	a := startWorkerWith(t, "A", cfg, newRecorder(), reg)
+	a.waitReady(10 * time.Second)
+	clk.Shift(3 * time.Second)
+	waitFor(t, 3*time.Second, "no forward step seen", func() bool {
+		return counterValue(t, reg, "snowflake_coordinator_clock_steps_total", "direction", "forward") == 1
+	})
+	if got := gaugeValue(t, reg, "snowflake_coordinator_clock_forward_step_max_seconds"); got < 2.9 || got > 3.5 {
+		t.Fatalf("largest forward step %.3fs, want about 3s", got)
+	}
+	clk.Shift(-2 * time.Second)
+	waitFor(t, 3*time.Second, "no backward step seen", func() bool {
+		return counterValue(t, reg, "snowflake_coordinator_clock_steps_total", "direction", "back") == 1
+	})
+	if got := gaugeValue(t, reg, "snowflake_coordinator_clock_forward_step_max_seconds"); got < 2.9 {
+		t.Fatalf("a backward step lowered the largest forward step to %.3fs", got)
+	}
+}

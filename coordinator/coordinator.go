@@ -66,6 +66,8 @@ type Coordinator struct {
 	// logicalDone counts the IDs issued on a logical clock by generators
 	// already dropped (see logicalIssued).
 	logicalDone atomic.Uint64
+	// maxForward is the largest forward clock step seen, in ns.
+	maxForward atomic.Int64
 	// zkState is the session state last reported by go-zookeeper.
 	zkState atomic.Int32
 	// stopped is when Run's ctx ended (unix ns), 0 before: see stopAt.

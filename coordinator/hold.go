@@ -42,6 +42,8 @@ func (s *session) hold(ctx context.Context, l *lease) {
 	defer t.Stop()
 	orphanTick := time.NewTicker(orphanRelist)
 	defer orphanTick.Stop()
+	var steps clockSteps
+	c.observeClock(&steps)
 	for {
 		select {
 		case <-ctx.Done():
@@ -65,6 +67,7 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			s.release(l, gen)
 			return
 		}
+		c.observeClock(&steps)
 		zs := zk.State(c.zkState.Load())
 		if sid := s.conn.SessionID(); sid != l.session || zs == zk.StateExpired {
 			s.lost(ctx, l, gen, "expired", false)

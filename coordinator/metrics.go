@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -36,6 +37,8 @@ type metrics struct {
 	ready       prometheus.GaugeFunc
 	lead        prometheus.GaugeFunc
 	logical     prometheus.CounterFunc
+	steps       *prometheus.CounterVec
+	forward     prometheus.GaugeFunc
 }
 
 // newMetrics makes the coordinator's metrics and registers them with reg
@@ -110,6 +113,16 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		Name: "snowflake_coordinator_logical_ids_total",
 		Help: "IDs issued on a logical clock, the local clock being behind the last issued timestamp.",
 	}, func() float64 { return float64(c.logicalIssued()) })
+	m.steps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "snowflake_coordinator_clock_steps_total",
+		Help: "Steps of the wall clock of 10 ms or more against the monotonic clock, seen while holding a lease, by direction (forward, back).",
+	}, []string{"direction"})
+	m.forward = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "snowflake_coordinator_clock_forward_step_max_seconds",
+		Help: "The largest forward step of the wall clock seen: the longest gap it left in a slot's timeline (harmless to uniqueness).",
+	}, func() float64 { return time.Duration(c.maxForward.Load()).Seconds() })
+	m.steps.WithLabelValues("forward")
+	m.steps.WithLabelValues("back")
 	for _, s := range allStates {
 		m.state.WithLabelValues(s)
 	}
@@ -121,7 +134,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.renew,
-			m.renewErrors, m.undecodable, m.claimTime, m.skew, m.missing, m.headroom, m.ready, m.lead, m.logical} {
+			m.renewErrors, m.undecodable, m.claimTime, m.skew, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}
