@@ -40,8 +40,8 @@ func TestClassifyFencedReply(t *testing.T) {
 	}
 	gone := &zk.SetDataRequest{Path: "/f/vanished", Version: 0}
 	resp, err = multi(check, gone)
-	if _, res, _ = classifyFenced(resp, err, gone); res != writeConflict {
-		t.Errorf("slot node vanished: %v (reply %+v, %v), want conflict", res, resp, err)
+	if _, res, _ = classifyFenced(resp, err, gone); res != writeNoSlot {
+		t.Errorf("slot node vanished: %v (reply %+v, %v), want no-slot (damage, never re-created)", res, resp, err)
 	}
 	if err := obs.Delete("/f/lease", -1); err != nil {
 		t.Fatal(err)

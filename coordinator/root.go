@@ -211,7 +211,11 @@ func (s *session) upgradeRoot(ctx context.Context, info RootInfo, st *zk.Stat, m
 		}
 		now = c.nowMs()
 	}
-	reserve := now
+	// A root just made: nothing was issued under it, but a root deleted by
+	// hand and made again may have been; reserving to ZooKeeper's time of
+	// the make (not our clock, which may run ahead) keeps new IDs above
+	// any it saw without making everyone wait out our skew.
+	reserve := st.Mtime
 	if !made {
 		reserve = c.reservedUntil(now, 0)
 	}
