@@ -46,6 +46,9 @@ func (s *Server) notReadyReason() string {
 	if s.draining.Load() {
 		return "draining (shutting down)"
 	}
+	if s.leaving.Load() {
+		return "shutting down (still serving IDs until the shutdown delay ends)"
+	}
 	r := s.lease.Readiness()
 	switch {
 	case r.Ready():

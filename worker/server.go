@@ -30,6 +30,7 @@ type Server struct {
 	open     atomic.Int64 // connections open now
 	accepted atomic.Int64 // connections accepted, also the next connection id
 	draining atomic.Bool
+	leaving  atomic.Bool // BeginShutdown: not ready, still serving
 
 	// loops serve the TCP connections, one per P, each a share of them
 	// (Linux, unless Config.NoEventLoop); none: a goroutine per connection.

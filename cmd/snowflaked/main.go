@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -87,6 +86,8 @@ type daemon struct {
 	srv     *worker.Server
 	httpSrv *http.Server
 	drain   time.Duration
+	// shutdownDelay: how long IDs are still served, not ready, after a signal.
+	shutdownDelay time.Duration
 }
 
 func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
@@ -129,7 +130,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 			log.Info("starting", "version", cc.Version, "listen", ln.Addr().String(), "http", httpLn.Addr().String(),
 				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
 			return &daemon{
-				log: log, ln: ln, httpLn: httpLn, coord: coord, srv: srv, drain: wc.DrainTimeout,
+				log: log, ln: ln, httpLn: httpLn, coord: coord, srv: srv, drain: wc.DrainTimeout, shutdownDelay: o.shutdownDelay,
 				httpSrv: &http.Server{Handler: srv.Handler(reg), ReadHeaderTimeout: 5 * time.Second},
 			}, nil
 		}
@@ -178,16 +179,9 @@ func (d *daemon) run() error {
 		})
 	}
 	{
-		// Signals: SIGINT or SIGTERM starts the shutdown.
-		sigExec, sigInterrupt := oklog.SignalHandler(context.Background(), os.Interrupt, syscall.SIGTERM)
-		g.Add(func() error {
-			err := sigExec()
-			var se *oklog.SignalError
-			if errors.As(err, &se) && se != nil && se.Signal != nil {
-				d.log.Info("shutting down: draining connections, then releasing the lease", "signal", se.Signal.String())
-			}
-			return err
-		}, sigInterrupt)
+		// Signals: SIGINT or SIGTERM turns /readyz to 503, waits out
+		// --shutdown-delay still serving, then starts the shutdown.
+		g.Add(d.signalActor())
 	}
 	err := g.Run()
 	if errors.Is(err, oklog.ErrSignal) {
