@@ -61,6 +61,11 @@ func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}
+	if reg != nil {
+		if err := reg.Register(newSlotInfo(lease)); err != nil {
+			return nil, fmt.Errorf("new worker: register slot info: %w", err)
+		}
+	}
 	return &Server{
 		cfg: cfg, lease: lease, log: log, m: m, cmds: cmds,
 		started: time.Now(), conns: map[*conn]struct{}{},

@@ -83,6 +83,7 @@ type daemon struct {
 	ln      net.Listener
 	httpLn  net.Listener
 	coord   *coordinator.Coordinator
+	fleet   *coordinator.Fleet
 	srv     *worker.Server
 	httpSrv *http.Server
 	drain   time.Duration
@@ -121,8 +122,15 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 	wc.Advertise, wc.Listen = cc.Advertise, ln.Addr().String()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
 	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
+	var fleet *coordinator.Fleet
+	if err == nil {
+		fleet, err = coordinator.NewFleet(coord, reg)
+	}
+	if err == nil {
+		err = coordinator.RegisterConfigMetrics(cc, reg)
+	}
 	if err == nil {
 		var srv *worker.Server
 		srv, err = worker.New(wc, coord, log.Named("worker"), reg)
@@ -130,7 +138,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 			log.Info("starting", "version", cc.Version, "listen", ln.Addr().String(), "http", httpLn.Addr().String(),
 				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
 			return &daemon{
-				log: log, ln: ln, httpLn: httpLn, coord: coord, srv: srv, drain: wc.DrainTimeout, shutdownDelay: o.shutdownDelay,
+				log: log, ln: ln, httpLn: httpLn, coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout, shutdownDelay: o.shutdownDelay,
 				httpSrv: &http.Server{Handler: srv.Handler(reg), ReadHeaderTimeout: 5 * time.Second},
 			}, nil
 		}
@@ -163,6 +171,11 @@ func (d *daemon) run() error {
 			}
 			cancelLease()
 		})
+	}
+	{
+		// Fleet gauges: one watch on leases/, on the lease's session.
+		ctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return d.fleet.Run(ctx) }, func(error) { cancel() })
 	}
 	{
 		// Admin HTTP: up until the lease is released, so /readyz shows 503
