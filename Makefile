@@ -87,7 +87,7 @@ integration:
 
 ## check: what CI runs. Nothing skips unless asked: SNOWFLEET_SKIP_ZK=1 skips
 ## the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the Docker suite (not with CI=true)
-check: deps lint test integration
+check: deps lint rules test integration
 	@skipped=; \
 	if [ "$$SNOWFLEET_SKIP_ZK" = 1 ]; then skipped="the ZooKeeper tests (SNOWFLEET_SKIP_ZK=1)"; fi; \
 	if [ "$$SNOWFLEET_SKIP_DOCKER" = 1 ]; then skipped="$${skipped:+$$skipped and }the Docker suite (SNOWFLEET_SKIP_DOCKER=1)"; fi; \
@@ -100,3 +100,10 @@ clean:
 .PHONY: diagram
 diagram:
 	dot -Tsvg deploy/diagram/fleet.dot -o deploy/diagram/fleet.svg
+
+## rules: check the Prometheus alert rules and run their unit tests (promtool,
+## from Debian's prometheus package: make deps)
+.PHONY: rules
+rules:
+	promtool check rules deploy/prometheus/rules.yml
+	promtool test rules deploy/prometheus/rules_test.yml
