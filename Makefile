@@ -107,3 +107,9 @@ diagram:
 rules:
 	promtool check rules deploy/prometheus/rules.yml
 	promtool test rules deploy/prometheus/rules_test.yml
+
+## screenshot: refresh deploy/slots.png, the /slots page of a live 3-worker
+## fleet rendered by headless Chromium (the test that checks its DOM)
+.PHONY: screenshot
+screenshot:
+	SNOWFLEET_SCREENSHOT=$(CURDIR)/deploy/slots.png $(GO) test -count=1 -run TestSlotsPage ./cmd/snowflaked/

@@ -31,6 +31,7 @@ func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	s.handleSlots(mux) // slots.go: /slots and /slots.json, the slot map drawn and as JSON
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
