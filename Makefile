@@ -87,7 +87,7 @@ integration:
 
 ## check: what CI runs. Nothing skips unless asked: SNOWFLEET_SKIP_ZK=1 skips
 ## the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the Docker suite (not with CI=true)
-check: deps lint rules test integration
+check: deps lint rules k8s test integration
 	@skipped=; \
 	if [ "$$SNOWFLEET_SKIP_ZK" = 1 ]; then skipped="the ZooKeeper tests (SNOWFLEET_SKIP_ZK=1)"; fi; \
 	if [ "$$SNOWFLEET_SKIP_DOCKER" = 1 ]; then skipped="$${skipped:+$$skipped and }the Docker suite (SNOWFLEET_SKIP_DOCKER=1)"; fi; \
@@ -113,3 +113,10 @@ rules:
 .PHONY: screenshot
 screenshot:
 	SNOWFLEET_SCREENSHOT=$(CURDIR)/deploy/slots.png $(GO) test -count=1 -run TestSlotsPage ./cmd/snowflaked/
+
+## k8s: check the Kubernetes manifests in deploy/k8s (strict decoding into
+## k8s.io/api, flags, probes, ports, grace period against the binary); a
+## module of its own, so the Kubernetes libraries stay out of go.mod
+.PHONY: k8s
+k8s:
+	cd deploy/k8s && $(GO) vet ./... && $(GO) test -count=1 ./...
