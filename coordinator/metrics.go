@@ -91,6 +91,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	for _, r := range []string{"expired", "node_gone", "taken"} {
 		m.losses.WithLabelValues(r)
 	}
+	// Exported from the start, so rate() and dashboards see 0, not nothing.
+	for _, k := range []string{"unknown", "bad_version", "lost", "failed"} {
+		m.renewErrors.WithLabelValues(k)
+	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.losses, m.renew,
 			m.renewErrors, m.claimTime, m.skew, m.headroom, m.ready} {
