@@ -91,7 +91,7 @@ integration:
 
 ## check: what CI runs. Nothing skips unless asked: SNOWFLEET_SKIP_ZK=1 skips
 ## the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the Docker suite (not with CI=true)
-check: deps lint model test integration
+check: deps lint model rules k8s test integration
 	@skipped=; \
 	if [ "$$SNOWFLEET_SKIP_ZK" = 1 ]; then skipped="the ZooKeeper tests (SNOWFLEET_SKIP_ZK=1)"; fi; \
 	if [ "$$SNOWFLEET_SKIP_DOCKER" = 1 ]; then skipped="$${skipped:+$$skipped and }the Docker suite (SNOWFLEET_SKIP_DOCKER=1)"; fi; \
@@ -110,3 +110,23 @@ diagram:
 .PHONY: model
 model:
 	coordinator/model/run.sh quick
+
+## rules: check the Prometheus alert rules and run their unit tests (promtool,
+## from Debian's prometheus package: make deps)
+.PHONY: rules
+rules:
+	promtool check rules deploy/prometheus/rules.yml
+	promtool test rules deploy/prometheus/rules_test.yml
+
+## screenshot: refresh deploy/slots.png, the /slots page of a live 3-worker
+## fleet rendered by headless Chromium (the test that checks its DOM)
+.PHONY: screenshot
+screenshot:
+	SNOWFLEET_SCREENSHOT=$(CURDIR)/deploy/slots.png $(GO) test -count=1 -run TestSlotsPage ./cmd/snowflaked/
+
+## k8s: check the Kubernetes manifests in deploy/k8s (strict decoding into
+## k8s.io/api, flags, probes, ports, grace period against the binary); a
+## module of its own, so the Kubernetes libraries stay out of go.mod
+.PHONY: k8s
+k8s:
+	cd deploy/k8s && $(GO) vet ./... && $(GO) test -count=1 ./...

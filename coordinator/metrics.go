@@ -132,6 +132,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	for _, z := range []string{"root", "leases", "slots", "slot"} {
 		m.missing.WithLabelValues(z)
 	}
+	// Exported from the start, so rate() and dashboards see 0, not nothing.
+	for _, k := range []string{"unknown", "bad_version", "lost", "failed", "slot_missing"} {
+		m.renewErrors.WithLabelValues(k)
+	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.renew,
 			m.renewErrors, m.undecodable, m.claimTime, m.skew, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward} {

@@ -19,12 +19,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # /status and the lease node) is the commit, so it is the same for the same
 # tree: VERSION overrides it.
 go_build() { # out-dir tags
-	local out=$1 tags=$2 version
+	local out=$1 tags=$2 version revision
 	version=${VERSION:-$(git -C "$SNOWFLEET_ROOT" describe --always --dirty 2>/dev/null || echo dev)}
+	# snowflake_build_info{revision}: the commit (the VCS stamp is off).
+	revision=$(git -C "$SNOWFLEET_ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
 	mkdir -p "$out"
 	(cd "$SNOWFLEET_ROOT" &&
 		CGO_ENABLED=0 GOOS=linux GOFLAGS=-buildvcs=false go build -trimpath -tags "$tags" \
-			-ldflags="-s -w -buildid= -X main.version=$version" -o "$out/" ./cmd/snowflaked ./cmd/snowflakectl) || return 1
+			-ldflags="-s -w -buildid= -X main.version=$version -X main.revision=$revision" -o "$out/" ./cmd/snowflaked ./cmd/snowflakectl) || return 1
 	touch -d @0 "$out"/*
 }
 

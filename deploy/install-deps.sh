@@ -19,7 +19,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #                  the L4 balancer and the client libraries, not ours, that
 #                  integration/clients draws IDs with
 #   spin, gcc      make model: Spin model-checks coordinator/model/lease.pml, gcc builds its verifier
-packages=(redis-server redis-tools debootstrap haproxy python3-redis node-redis spin gcc)
+#   prometheus     promtool (make rules: the alert rules and their unit tests)
+#                  and the server the compose stack's Prometheus image copies
+#   chromium       headless, renders /slots in the slot-map page's test
+packages=(redis-server redis-tools debootstrap haproxy python3-redis node-redis spin gcc prometheus chromium)
 [[ ${SNOWFLEET_SKIP_ZK:-} == 1 ]] || packages=(zookeeper "${packages[@]}")
 
 if [[ ${CI:-} == true ]]; then
@@ -57,6 +60,12 @@ fi
 # Likewise HAProxy's service on its sample config: the tests run their own.
 if [[ " ${missing[*]} " == *" haproxy "* || ${CI:-} == true ]]; then
 	as_root service haproxy stop >/dev/null 2>&1 || true
+fi
+
+# Debian's prometheus package starts a server (and node exporter) on :9090;
+# the tests and the compose stack run their own.
+if [[ " ${missing[*]} " == *" prometheus "* || ${CI:-} == true ]]; then
+	as_root service prometheus stop >/dev/null 2>&1 || true
 fi
 
 if [[ ${SNOWFLEET_SKIP_DOCKER:-} != 1 ]] && ! docker info >/dev/null 2>&1; then

@@ -31,6 +31,7 @@ func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	s.handleSlots(mux) // slots.go: /slots and /slots.json, the slot map drawn and as JSON
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
@@ -45,6 +46,9 @@ func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
 func (s *Server) notReadyReason() string {
 	if s.draining.Load() {
 		return "draining (shutting down)"
+	}
+	if s.leaving.Load() {
+		return "shutting down (still serving IDs until the shutdown delay ends)"
 	}
 	r := s.lease.Readiness()
 	switch {

@@ -30,6 +30,7 @@ type Server struct {
 	open     atomic.Int64 // connections open now
 	accepted atomic.Int64 // connections accepted, also the next connection id
 	draining atomic.Bool
+	leaving  atomic.Bool // BeginShutdown: not ready, still serving
 
 	// loops serve the TCP connections, one per P, each a share of them
 	// (Linux, unless Config.NoEventLoop); none: a goroutine per connection.
@@ -59,6 +60,11 @@ func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (
 	m, err := newMetrics(reg, cmds)
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
+	}
+	if reg != nil {
+		if err := reg.Register(newSlotInfo(lease)); err != nil {
+			return nil, fmt.Errorf("new worker: register slot info: %w", err)
+		}
 	}
 	return &Server{
 		cfg: cfg, lease: lease, log: log, m: m, cmds: cmds,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/peterbourgon/ff/v3"
@@ -26,6 +27,7 @@ type options struct {
 	http                string
 	logFormat, logLevel string
 	showVersion         bool
+	shutdownDelay       time.Duration
 	fs                  *flag.FlagSet // what was parsed, for the values in errors
 	// coordFlags and workerFlags map a Config field to the flag bound to it,
 	// for errors from Validate.
@@ -79,6 +81,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&w.WriteTimeout, work("WriteTimeout", "write-timeout"), w.WriteTimeout, "drop a connection that does not read its replies for this long")
 	fs.DurationVar(&w.DrainTimeout, work("DrainTimeout", "drain-timeout"), w.DrainTimeout, "at shutdown, how long in-flight requests get before connections are closed")
 	fs.BoolVar(&w.CloseOnNoLease, work("CloseOnNoLease", "close-on-nolease"), w.CloseOnNoLease, "close a client connection after answering -NOLEASE or -CLOCKBACK, so a client pooled behind a load balancer reconnects to a worker that serves")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, how long /readyz answers 503 while IDs are still served, before the drain (give balancers time to drop the worker; 5s on Kubernetes)")
 	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", o.logLevel, "log level: trace, debug, info, warn, error")
 	fs.Var(versionFlag{&o.showVersion}, "version", "print the version and exit")
@@ -107,6 +110,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		if _, _, err := net.SplitHostPort(a.v); err != nil {
 			return o, usagef("--%s %q: want host:port or :port (%v)", a.flag, a.v, err)
 		}
+	}
+	if o.shutdownDelay < 0 || o.shutdownDelay > 10*time.Minute {
+		return o, usagef("--shutdown-delay %v: want 0..10m", o.shutdownDelay)
 	}
 	if o.coord.Advertise != "" {
 		if _, _, err := net.SplitHostPort(o.coord.Advertise); err != nil {

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
-	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -84,9 +83,12 @@ type daemon struct {
 	ln      net.Listener
 	httpLn  net.Listener
 	coord   *coordinator.Coordinator
+	fleet   *coordinator.Fleet
 	srv     *worker.Server
 	httpSrv *http.Server
 	drain   time.Duration
+	// shutdownDelay: how long IDs are still served, not ready, after a signal.
+	shutdownDelay time.Duration
 }
 
 func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
@@ -120,8 +122,15 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 	wc.Advertise, wc.Listen = cc.Advertise, ln.Addr().String()
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
 	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
+	var fleet *coordinator.Fleet
+	if err == nil {
+		fleet, err = coordinator.NewFleet(coord, reg)
+	}
+	if err == nil {
+		err = coordinator.RegisterConfigMetrics(cc, reg)
+	}
 	if err == nil {
 		var srv *worker.Server
 		srv, err = worker.New(wc, coord, log.Named("worker"), reg)
@@ -129,7 +138,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 			log.Info("starting", "version", cc.Version, "listen", ln.Addr().String(), "http", httpLn.Addr().String(),
 				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
 			return &daemon{
-				log: log, ln: ln, httpLn: httpLn, coord: coord, srv: srv, drain: wc.DrainTimeout,
+				log: log, ln: ln, httpLn: httpLn, coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout, shutdownDelay: o.shutdownDelay,
 				httpSrv: &http.Server{Handler: srv.Handler(reg), ReadHeaderTimeout: 5 * time.Second},
 			}, nil
 		}
@@ -164,6 +173,11 @@ func (d *daemon) run() error {
 		})
 	}
 	{
+		// Fleet gauges: one watch on leases/, on the lease's session.
+		ctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return d.fleet.Run(ctx) }, func(error) { cancel() })
+	}
+	{
 		// Admin HTTP: up until the lease is released, so /readyz shows 503
 		// during the drain.
 		g.Add(func() error {
@@ -178,16 +192,9 @@ func (d *daemon) run() error {
 		})
 	}
 	{
-		// Signals: SIGINT or SIGTERM starts the shutdown.
-		sigExec, sigInterrupt := oklog.SignalHandler(context.Background(), os.Interrupt, syscall.SIGTERM)
-		g.Add(func() error {
-			err := sigExec()
-			var se *oklog.SignalError
-			if errors.As(err, &se) && se != nil && se.Signal != nil {
-				d.log.Info("shutting down: draining connections, then releasing the lease", "signal", se.Signal.String())
-			}
-			return err
-		}, sigInterrupt)
+		// Signals: SIGINT or SIGTERM turns /readyz to 503, waits out
+		// --shutdown-delay still serving, then starts the shutdown.
+		g.Add(d.signalActor())
 	}
 	err := g.Run()
 	if errors.Is(err, oklog.ErrSignal) {

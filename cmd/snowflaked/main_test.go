@@ -47,6 +47,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--log-format", "xml"}, nil, 2, `--log-format "xml": want text or json`},
 		{[]string{"--log-level", "loud"}, nil, 2, `--log-level "loud"`},
 		{[]string{"--listen", "7609"}, nil, 2, `--listen "7609": want host:port`},
+		{[]string{"--shutdown-delay", "-1s"}, nil, 2, "--shutdown-delay -1s: want 0..10m"},
 		{[]string{"extra"}, nil, 2, `unexpected argument "extra"`},
 		{nil, map[string]string{"SNOWFLAKE_RENEW": "fast"}, 2, `environment variable "SNOWFLAKE_RENEW"`},
 		{nil, map[string]string{"SNOWFLAKE_HORIZON": "100ms"}, 2, "--horizon 100ms"},

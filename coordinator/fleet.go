@@ -1,0 +1,142 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// ErrNoSession: the coordinator has not dialled ZooKeeper yet (Run has not
+// started), so the slot map cannot be read on its session.
+var ErrNoSession = errors.New("coordinator has no ZooKeeper session yet")
+
+// SlotsPerDatacenter is how many slots one datacenter has (its machines).
+const SlotsPerDatacenter = snowflake.MaxMachine + 1
+
+// Fleet keeps the fleet gauges (held and free slots, in total and per
+// datacenter) from one watch on leases/, on the coordinator's own session:
+// every worker exports the same figures, so a dashboard or alert takes the
+// max over workers and survives the loss of any of them.
+type Fleet struct {
+	c         *Coordinator
+	held      prometheus.Gauge
+	free      prometheus.Gauge
+	dcHeld    *prometheus.GaugeVec
+	dcFree    *prometheus.GaugeVec
+	updated   prometheus.Gauge
+	pinInfo   *prometheus.GaugeVec
+	pollEvery time.Duration
+}
+
+// NewFleet makes the fleet gauges of c's fleet and registers them with reg
+// (nil: none). Run keeps them current.
+func NewFleet(c *Coordinator, reg prometheus.Registerer) (*Fleet, error) {
+	f := &Fleet{
+		c: c, pollEvery: 50 * time.Millisecond,
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snowflake_fleet_slots_held",
+			Help: "Slots held by a live lease node, fleet-wide (from this worker's watch on leases/).",
+		}),
+		free: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snowflake_fleet_slots_free",
+			Help: "Slots no lease node holds, fleet-wide, of 1024.",
+		}),
+		dcHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snowflake_fleet_datacenter_slots_held",
+			Help: "Slots held by a live lease node, per datacenter (of 32).",
+		}, []string{"datacenter"}),
+		dcFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snowflake_fleet_datacenter_slots_free",
+			Help: "Slots no lease node holds, per datacenter (of 32).",
+		}, []string{"datacenter"}),
+		updated: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snowflake_fleet_watch_updated_timestamp_seconds",
+			Help: "Unix time the fleet gauges were last read from leases/ (0: never); they keep the last good read while ZooKeeper is away.",
+		}),
+		pinInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "snowflake_fleet_pin_info",
+			Help: "1 with the datacenter this worker is pinned to (--datacenter); absent when it takes any slot.",
+		}, []string{"datacenter"}),
+	}
+	if dc := c.cfg.Datacenter; dc >= 0 {
+		f.pinInfo.WithLabelValues(strconv.Itoa(dc)).Set(1)
+	}
+	if reg != nil {
+		for _, col := range []prometheus.Collector{f.held, f.free, f.dcHeld, f.dcFree, f.updated, f.pinInfo} {
+			if err := reg.Register(col); err != nil {
+				return nil, fmt.Errorf("register fleet metrics: %w", err)
+			}
+		}
+	}
+	return f, nil
+}
+
+// Run watches leases/ on the coordinator's session (waiting for Run to
+// dial it) and updates the gauges on every change, until ctx ends. It is
+// an oklog/run actor's execute; it returns nil.
+func (f *Fleet) Run(ctx context.Context) error {
+	t := time.NewTicker(f.pollEvery)
+	defer t.Stop()
+	for f.c.conn.Load() == nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+	for leases := range WatchLeases(ctx, f.c.conn.Load(), f.c.cfg.Root) {
+		f.set(leases)
+	}
+	return nil
+}
+
+func (f *Fleet) set(leases []LeaseInfo) {
+	var perDC [snowflake.MaxDatacenter + 1]int
+	for _, l := range leases {
+		perDC[l.Slot.Datacenter]++
+	}
+	f.held.Set(float64(len(leases)))
+	f.free.Set(float64(len(perDC)*SlotsPerDatacenter - len(leases)))
+	for dc, n := range perDC {
+		f.dcHeld.WithLabelValues(strconv.Itoa(dc)).Set(float64(n))
+		f.dcFree.WithLabelValues(strconv.Itoa(dc)).Set(float64(SlotsPerDatacenter - n))
+	}
+	f.updated.Set(float64(time.Now().UnixNano()) / 1e9)
+}
+
+// ReadSlotMap reads the whole slot map on the coordinator's own session.
+// go-zookeeper has no call timeouts: the read runs on its own goroutine,
+// and ctx bounds the wait (the read itself ends when ZooKeeper answers or
+// the session fails), so a caller should let only one run at a time.
+func (c *Coordinator) ReadSlotMap(ctx context.Context) (SlotMap, error) {
+	conn := c.conn.Load()
+	if conn == nil {
+		return SlotMap{}, ErrNoSession
+	}
+	type result struct {
+		m   SlotMap
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := ReadSlotMap(conn, c.cfg.Root)
+		done <- result{m, err}
+	}()
+	select {
+	case r := <-done:
+		return r.m, r.err
+	case <-ctx.Done():
+		return SlotMap{}, fmt.Errorf("read slot map: %w (%w)", ErrCallTimeout, ctx.Err())
+	}
+}
+
+// Datacenter is the datacenter the coordinator is pinned to, -1 for any.
+func (c *Coordinator) Datacenter() int { return c.cfg.Datacenter }
+
+// Root is the fleet's root znode.
+func (c *Coordinator) Root() string { return c.cfg.Root }

@@ -1,0 +1,186 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// slotMapReader is what /slots reads the map through: a
+// *coordinator.Coordinator, on its own ZooKeeper session.
+type slotMapReader interface {
+	ReadSlotMap(ctx context.Context) (coordinator.SlotMap, error)
+	Datacenter() int
+	Root() string
+}
+
+// slotsReadTimeout bounds one read of the map for the page: ZooKeeper
+// unreachable gives a banner after this long, not a hung request.
+const slotsReadTimeout = 3 * time.Second
+
+// Slot states on the page.
+const (
+	SlotHeld     = "held"     // a live lease node holds it
+	SlotReserved = "reserved" // no holder, but its reservation is still ahead of the clock: a successor waits it out
+	SlotFree     = "free"     // claimable now
+	SlotOutside  = "outside"  // in a datacenter this fleet does not use
+)
+
+// SlotsView is the slot map as /slots draws it and /slots.json serves it.
+type SlotsView struct {
+	// Root is the fleet's root znode; Now the time the map was read at.
+	Root string    `json:"root"`
+	Now  time.Time `json:"now"`
+	// Error is why the map could not be read ("" when it was); Slots are
+	// then empty.
+	Error string `json:"error,omitempty"`
+	// Datacenters are the fleet's: all 32 when this worker takes any slot;
+	// when it is pinned, its own and every datacenter with a lease or slot
+	// node (used by some worker of the fleet).
+	Datacenters []int `json:"fleet_datacenters"`
+	// Counts are the slots in each state.
+	Counts map[string]int `json:"counts"`
+	// Slots are all 1,024, datacenter-major (dc00-m00, dc00-m01, ...).
+	Slots []SlotView `json:"slots,omitempty"`
+}
+
+// SlotView is one slot: its state, and its holder and timeline if any.
+type SlotView struct {
+	Slot       string `json:"slot"`
+	Datacenter int    `json:"datacenter"`
+	Machine    int    `json:"machine"`
+	State      string `json:"state"`
+	// Holder is the lease node; Addr, HTTP, Host, PID, Version its worker.
+	Holder  string `json:"holder,omitempty"`
+	Addr    string `json:"addr,omitempty"`
+	HTTP    string `json:"http,omitempty"`
+	Host    string `json:"host,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	Version string `json:"version,omitempty"`
+	// HeldSince is when the holder created its lease node.
+	HeldSince *time.Time `json:"held_since,omitempty"`
+	// ReservedUntil and LastIssued come from the slot node (its timeline).
+	ReservedUntil *time.Time `json:"reserved_until,omitempty"`
+	LastIssued    *time.Time `json:"last_issued,omitempty"`
+}
+
+// slotsView reads the map (bounded, one read at a time) and classifies
+// every slot. A failed read is a view with Error set, never a failure.
+func (s *Server) slotsView(ctx context.Context, sem chan struct{}) SlotsView {
+	v := SlotsView{Now: time.Now().UTC(), Counts: map[string]int{}}
+	r, ok := s.lease.(slotMapReader)
+	if !ok {
+		v.Error = "this worker's lease cannot read the slot map"
+		return v
+	}
+	v.Root = r.Root()
+	ctx, cancel := context.WithTimeout(ctx, slotsReadTimeout)
+	defer cancel()
+	select {
+	case sem <- struct{}{}:
+		defer func() { <-sem }()
+	case <-ctx.Done():
+		v.Error = "an earlier read of the slot map has not finished (ZooKeeper slow or unreachable)"
+		return v
+	}
+	m, err := r.ReadSlotMap(ctx)
+	if err != nil {
+		if errors.Is(err, coordinator.ErrNoSession) {
+			v.Error = "not connected to ZooKeeper yet: " + err.Error()
+		} else {
+			v.Error = "cannot read the slot map from ZooKeeper: " + err.Error()
+		}
+		return v
+	}
+	return classify(v, m, r.Datacenter())
+}
+
+// classify fills v from the map read: each slot's state and details.
+func classify(v SlotsView, m coordinator.SlotMap, pinned int) SlotsView {
+	inFleet := [snowflake.MaxDatacenter + 1]bool{}
+	for dc := range inFleet {
+		inFleet[dc] = pinned < 0
+	}
+	if pinned >= 0 {
+		inFleet[pinned] = true
+	}
+	held := map[snowflake.Slot]coordinator.LeaseInfo{}
+	for _, l := range m.Leases {
+		held[l.Slot] = l
+		inFleet[l.Slot.Datacenter] = true
+	}
+	for s := range m.Slots {
+		inFleet[s.Datacenter] = true
+	}
+	for dc, in := range inFleet {
+		if in {
+			v.Datacenters = append(v.Datacenters, dc)
+		}
+	}
+	nowMs := v.Now.UnixMilli()
+	v.Slots = make([]SlotView, 0, (snowflake.MaxDatacenter+1)*(snowflake.MaxMachine+1))
+	for i := 0; i < (snowflake.MaxDatacenter+1)*(snowflake.MaxMachine+1); i++ {
+		s := snowflake.SlotAt(i)
+		sv := SlotView{Slot: s.String(), Datacenter: s.Datacenter, Machine: s.Machine}
+		if rec, ok := m.Slots[s]; ok {
+			sv.ReservedUntil = msTime(rec.ReservedUntilMs)
+			sv.LastIssued = msTime(rec.LastMs)
+		}
+		l, isHeld := held[s]
+		switch {
+		case isHeld:
+			sv.State = SlotHeld
+			sv.Holder, sv.Addr, sv.HTTP, sv.Host, sv.PID, sv.Version = l.Node, l.Addr, l.HTTP, l.Host, l.PID, l.Version
+			if !l.Since.IsZero() {
+				since := l.Since.UTC()
+				sv.HeldSince = &since
+			}
+		case m.Slots[s].ReservedUntilMs > nowMs:
+			sv.State = SlotReserved
+			sv.Holder = m.Slots[s].Holder // the last holder, gone
+		case inFleet[s.Datacenter]:
+			sv.State = SlotFree
+		default:
+			sv.State = SlotOutside
+		}
+		v.Counts[sv.State]++
+		v.Slots = append(v.Slots, sv)
+	}
+	return v
+}
+
+func msTime(ms int64) *time.Time {
+	if ms <= 0 {
+		return nil
+	}
+	t := time.UnixMilli(ms).UTC()
+	return &t
+}
+
+// handleSlots adds /slots (HTML) and /slots.json to mux. Any query string
+// is ignored; a map that cannot be read is a banner (or "error" in the
+// JSON) with status 200, since the page itself works.
+func (s *Server) handleSlots(mux *http.ServeMux) {
+	sem := make(chan struct{}, 1) // one ZooKeeper read of the map at a time
+	mux.HandleFunc("GET /slots", func(w http.ResponseWriter, r *http.Request) {
+		v := s.slotsView(r.Context(), sem)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err := slotsPage.Execute(w, newSlotsPageData(v)); err != nil {
+			s.log.Debug("render /slots", "error", err)
+		}
+	})
+	mux.HandleFunc("GET /slots.json", func(w http.ResponseWriter, r *http.Request) {
+		v := s.slotsView(r.Context(), sem)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(v)
+	})
+}
