@@ -543,7 +543,9 @@ func testDrainTimeout(t *testing.T, zk *zktest.Server) {
 // ceiling, then answers -NOLEASE and /readyz 503; healed, it serves again.
 func testLeaseLost(t *testing.T, zk *zktest.Server) {
 	proxy := zktest.NewProxy(t, zk.Addr())
-	w := startWorker(t, proxy.Addr(), true, nil)
+	// The connection stays open after a refusal, so that go-redis (no
+	// retries) reads each one; the close is TestCloseOnNoLease's.
+	w := startWorker(t, proxy.Addr(), true, func(c *Config) { c.CloseOnNoLease = false })
 	c := w.client()
 	ctx := context.Background()
 	if err := c.Do(ctx, "NEXTID").Err(); err != nil {
