@@ -3,12 +3,14 @@
 #   snowfleet/snowflaked:latest  static snowflaked + snowflakectl, FROM scratch
 #   snowfleet/snowflaked:chaos   the same built with -tags chaos (movable clock)
 #   snowfleet/zookeeper:3.8      Debian's ZooKeeper 3.8 on a debootstrapped base
+#   snowfleet/prometheus:latest  Debian's Prometheus on the same base, with rules
 # The ZooKeeper base (debootstrap, about a minute) is made once: skipped while
 # the base image exists, re-imported from the cached rootfs tarball otherwise.
 #
-# Usage: deploy/build-images.sh [worker] [chaos] [zookeeper]   (default: all)
+# Usage: deploy/build-images.sh [worker] [chaos] [zookeeper] [prometheus]   (default: all)
 #        deploy/build-images.sh clean   (remove them, the base and the cache)
-# Env: ZK_IMAGE (an image you already have, e.g. zookeeper:3.8, is left alone),
+# Env: ZK_IMAGE (an image you already have, e.g. zookeeper:3.8, is left alone;
+#      likewise PROMETHEUS_IMAGE, e.g. prom/prometheus),
 #      SNOWFLEET_CACHE, DEBIAN_MIRROR, DEBIAN_SUITE, REBUILD_BASE=1.
 set -euo pipefail
 # shellcheck source=deploy/lib.sh
@@ -80,12 +82,9 @@ make_rootfs() { # tarball
 	log "rootfs cached in $tarball ($(du -h "$tarball" | cut -f1))"
 }
 
-build_zookeeper() {
-	if [[ $ZK_IMAGE != snowfleet/* ]]; then
-		image_exists "$ZK_IMAGE" || die "ZK_IMAGE=$ZK_IMAGE is not a local image and nothing can be pulled"
-		log "using $ZK_IMAGE for ZooKeeper"
-		return
-	fi
+# ensure_base makes the debootstrapped base image the ZooKeeper and
+# Prometheus images build on, once.
+ensure_base() {
 	local tarball="$SNOWFLEET_CACHE/zookeeper-rootfs-$DEBIAN_SUITE.tar"
 	if [[ ${REBUILD_BASE:-} == 1 ]]; then
 		rm -f "$tarball"
@@ -99,6 +98,15 @@ build_zookeeper() {
 		log "importing $tarball as $ZK_BASE_IMAGE"
 		docker import - "$ZK_BASE_IMAGE" <"$tarball" >/dev/null
 	fi
+}
+
+build_zookeeper() {
+	if [[ $ZK_IMAGE != snowfleet/* ]]; then
+		image_exists "$ZK_IMAGE" || die "ZK_IMAGE=$ZK_IMAGE is not a local image and nothing can be pulled"
+		log "using $ZK_IMAGE for ZooKeeper"
+		return
+	fi
+	ensure_base
 	# The image records what it was made from; the same inputs again are a no-op.
 	local inputs
 	inputs=$( (docker image inspect -f '{{.Id}}' "$ZK_BASE_IMAGE" && cat "$SNOWFLEET_ROOT"/deploy/zookeeper/*) | sha256sum | cut -c1-16)
@@ -112,11 +120,45 @@ build_zookeeper() {
 	log "built $ZK_IMAGE"
 }
 
+# build_prometheus puts Debian's prometheus binary (installed when missing)
+# and the fleet's configuration on the base image.
+build_prometheus() {
+	if [[ $PROMETHEUS_IMAGE != snowfleet/* ]]; then
+		image_exists "$PROMETHEUS_IMAGE" || die "PROMETHEUS_IMAGE=$PROMETHEUS_IMAGE is not a local image and nothing can be pulled"
+		log "using $PROMETHEUS_IMAGE for Prometheus"
+		return
+	fi
+	if [[ ! -x /usr/bin/prometheus ]]; then
+		[[ $(id -u) == 0 ]] && command -v apt-get >/dev/null || die "install Debian's prometheus package (apt-get install -y prometheus)"
+		log "installing prometheus (Debian's package: its binary goes into the image)"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 ||
+			{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null; } ||
+			die "cannot install prometheus"
+		service prometheus stop >/dev/null 2>&1 || true
+	fi
+	ensure_base
+	local ctx inputs
+	ctx=$(mktemp -d)
+	cp /usr/bin/prometheus "$SNOWFLEET_ROOT"/deploy/prometheus/{Dockerfile,prometheus.yml,rules.yml} "$ctx/"
+	inputs=$( (docker image inspect -f '{{.Id}}' "$ZK_BASE_IMAGE" && cat "$ctx"/*) | sha256sum | cut -c1-16)
+	if [[ $(docker image inspect -f '{{index .Config.Labels "snowfleet.inputs"}}' "$PROMETHEUS_IMAGE" 2>/dev/null) == "$inputs" ]]; then
+		rm -rf "$ctx"
+		log "$PROMETHEUS_IMAGE is up to date"
+		return
+	fi
+	log "building $PROMETHEUS_IMAGE"
+	docker_build --build-arg "BASE=$ZK_BASE_IMAGE" --label "snowfleet.inputs=$inputs" -t "$PROMETHEUS_IMAGE" "$ctx" ||
+		{ rm -rf "$ctx"; die "docker build of $PROMETHEUS_IMAGE failed"; }
+	rm -rf "$ctx"
+	log "built $PROMETHEUS_IMAGE"
+}
+
 # clean removes the images this script makes (a ZK_IMAGE not ours is left
 # alone), the ZooKeeper base and the cached rootfs: the next build is cold.
 clean() {
 	local images=("$WORKER_IMAGE" "$CHAOS_IMAGE" "$ZK_BASE_IMAGE")
 	if [[ $ZK_IMAGE == snowfleet/* ]]; then images+=("$ZK_IMAGE"); fi
+	if [[ $PROMETHEUS_IMAGE == snowfleet/* ]]; then images+=("$PROMETHEUS_IMAGE"); fi
 	for i in "${images[@]}"; do
 		if docker image rm "$i" >/dev/null 2>&1; then log "removed $i"; fi
 	done
@@ -126,15 +168,16 @@ clean() {
 
 main() {
 	local what=("$@")
-	((${#what[@]})) || what=(worker chaos zookeeper)
+	((${#what[@]})) || what=(worker chaos zookeeper prometheus)
 	command -v docker >/dev/null || die "docker is not installed"
 	for w in "${what[@]}"; do
 		case $w in
 		worker) build_worker "$WORKER_IMAGE" "" ;;
 		chaos) build_worker "$CHAOS_IMAGE" chaos ;;
 		zookeeper) build_zookeeper ;;
+		prometheus) build_prometheus ;;
 		clean) clean ;;
-		*) die "unknown image '$w' (want worker, chaos, zookeeper, or clean)" ;;
+		*) die "unknown image '$w' (want worker, chaos, zookeeper, prometheus, or clean)" ;;
 		esac
 	done
 }

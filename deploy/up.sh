@@ -14,7 +14,7 @@ start=$SECONDS
 
 # The ZooKeeper image is always asked for: build-images.sh skips it when its
 # inputs are unchanged.
-build=(zookeeper)
+build=(zookeeper prometheus)
 if [[ ${REBUILD:-} == 1 ]] || ! image_exists "$WORKER_IMAGE"; then build=(worker "${build[@]}"); fi
 "$SNOWFLEET_ROOT/deploy/build-images.sh" "${build[@]}"
 
@@ -44,7 +44,8 @@ wait_healthy zk1 zk2 zk3
 log "ZooKeeper has a quorum; starting $WORKERS workers (image $WORKER_IMAGE)"
 compose up -d --no-deps --scale "worker=$WORKERS" worker
 wait_healthy worker
-log "fleet up in $((SECONDS - start))s"
+log "fleet up in $((SECONDS - start))s; starting Prometheus (image $PROMETHEUS_IMAGE)"
+compose up -d --no-deps prometheus
 
 # The tools run inside the worker containers (docker exec: quicker than
 # compose exec): they are on the ZooKeeper network and need nothing on the host.
@@ -68,6 +69,17 @@ done
 echo
 echo "== IDs through discovery (snowflakectl next --zk: lease nodes name <hostname>:7609)"
 ctl next --zk zk1:2181,zk2:2181,zk3:2181 -n 4 --decode | sed 's/^/  /'
+echo
+echo
+echo "== Prometheus (dns_sd_configs on the worker service, alert rules loaded)"
+prom=127.0.0.1:$(compose port prometheus 9090 | sed 's/.*://')
+up=0
+for _ in $(seq 40); do
+	up=$(curl -fs "http://$prom/api/v1/query?query=sum(up%7Bjob%3D%22snowflaked%22%7D)" | sed -n 's/.*"value":\[[^,]*,"\([0-9]*\)".*/\1/p')
+	[[ ${up:-0} -ge $WORKERS ]] && break
+	sleep 0.5
+done
+echo "  http://$prom: ${up:-0} of $WORKERS workers up; rules: http://$prom/rules, alerts: http://$prom/alerts"
 echo
 echo "From the host:  redis-cli -p $port NEXTID; redis-cli -p $port DECODE \$(redis-cli -p $port NEXTID)"
 echo "Scale:          docker-compose -p $COMPOSE_PROJECT_NAME up -d --no-deps --scale worker=5 worker"
