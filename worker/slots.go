@@ -40,8 +40,8 @@ type SlotsView struct {
 	// then empty.
 	Error string `json:"error,omitempty"`
 	// Datacenters are the fleet's: all 32 when this worker takes any slot;
-	// when it is pinned, its own and every datacenter with a lease or slot
-	// node (used by some worker of the fleet).
+	// when it is pinned, its own and every datacenter with a lease node or
+	// a slot node a holder wrote (used by some worker of the fleet).
 	Datacenters []int `json:"fleet_datacenters"`
 	// Counts are the slots in each state.
 	Counts map[string]int `json:"counts"`
@@ -114,8 +114,12 @@ func classify(v SlotsView, m coordinator.SlotMap, pinned int) SlotsView {
 		held[l.Slot] = l
 		inFleet[l.Slot.Datacenter] = true
 	}
-	for s := range m.Slots {
-		inFleet[s.Datacenter] = true
+	for s, rec := range m.Slots {
+		// Every slot node exists from the root's making on (layout v2):
+		// one that a holder wrote is one the fleet used.
+		if rec.Holder != "" {
+			inFleet[s.Datacenter] = true
+		}
 	}
 	for dc, in := range inFleet {
 		if in {

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
@@ -94,8 +93,8 @@ func TestSlotsPage(t *testing.T) {
 	}
 	rec := fmt.Sprintf(`{"reserved_until_ms":%d,"last_ms":%d,"holder":"_c_gone-%s-0000000009","updated_ms":%d}`,
 		time.Now().Add(time.Hour).UnixMilli(), time.Now().UnixMilli(), cooling, time.Now().UnixMilli())
-	if _, err := conn.Create(coordinator.SlotPath(root, cooling), []byte(rec), 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatalf("create %s: %v", cooling, err)
+	if _, err := conn.Set(coordinator.SlotPath(root, cooling), []byte(rec), -1); err != nil {
+		t.Fatalf("set %s: %v", cooling, err)
 	}
 
 	fleetDCs := map[int]bool{3: true, cooling.Datacenter: true}
