@@ -33,5 +33,9 @@
 // the skew it measures), session.go (the ZooKeeper session: dial, auth,
 // events, bounded calls, deleting our nodes), slotmap.go (the read-only slot
 // map for operators and clients), layout.go (paths, names and the JSON of
-// each node), metrics.go and config.go.
+// each node). Beside them: readiness.go (the one verdict on whether IDs
+// may be issued now, which the worker's refusals, /readyz, /status and INFO
+// format), clocklead.go (the logical clock's lead and the clock steps
+// seen), fleet.go (the fleet gauges from one watch on leases/),
+// metrics.go, configmetrics.go and config.go.
 package coordinator
