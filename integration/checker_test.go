@@ -4,6 +4,7 @@ package integration
 
 import (
 	"testing"
+	"time"
 
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -19,6 +20,7 @@ func TestCheckersCatchFaults(t *testing.T) {
 		return v
 	}
 	const ms = 1_800_000_000_000
+	t0 := time.UnixMilli(ms)
 
 	t.Run("duplicates", func(t *testing.T) {
 		ids := []int64{id(ms, 1, 0), id(ms, 2, 0), id(ms, 1, 1), id(ms, 1, 0), id(ms+5, 2, 0), id(ms, 1, 0)}
@@ -37,12 +39,12 @@ func TestCheckersCatchFaults(t *testing.T) {
 	t.Run("order per slot and client", func(t *testing.T) {
 		s := newStream("test", "")
 		// Interleaved slots may go down across slots, never within one.
-		s.add(id(ms, 1, 0), id(ms, 2, 7), id(ms, 1, 1), id(ms-10, 3, 0), id(ms+1, 2, 0))
+		s.add(t0, id(ms, 1, 0), id(ms, 2, 7), id(ms, 1, 1), id(ms-10, 3, 0), id(ms+1, 2, 0))
 		if len(s.violations) != 0 {
 			t.Fatalf("violations on increasing slots: %v", s.violations)
 		}
-		s.add(id(ms, 1, 1)) // slot m01 again at the same ID
-		s.add(id(ms-1, 2, 0))
+		s.add(t0, id(ms, 1, 1)) // slot m01 again at the same ID
+		s.add(t0, id(ms-1, 2, 0))
 		if len(s.violations) != 2 {
 			t.Errorf("violations: %v, want 2", s.violations)
 		}
@@ -51,7 +53,7 @@ func TestCheckersCatchFaults(t *testing.T) {
 	t.Run("foreign datacenter", func(t *testing.T) {
 		s := newStream("test", "")
 		other, _ := snowflake.Encode(snowflake.Fields{UnixMs: ms, Datacenter: datacenter + 1, Machine: 1})
-		s.add(other, -5)
+		s.add(t0, other, -5)
 		if len(s.badIDs) != 2 || len(s.ids) != 0 {
 			t.Errorf("bad IDs %v kept %d", s.badIDs, len(s.ids))
 		}
