@@ -4,6 +4,7 @@ package integration
 
 import (
 	"fmt"
+	"os/exec"
 	"path"
 	"strings"
 	"time"
@@ -379,9 +380,10 @@ func loseQuorum(e env) result {
 // image cannot move its clock (a WORKER_IMAGE not built with -tags chaos).
 func (e env) requireChaosClock(w Container) {
 	e.t.Helper()
-	out, err := run(e.ctx, nil, "docker", "logs", w.ID)
+	// The worker logs to stderr: read both streams.
+	out, err := exec.CommandContext(e.ctx, "docker", "logs", w.ID).CombinedOutput()
 	e.must(err, "logs of "+w.Short())
-	if !strings.Contains(out, "the clock can be moved") {
+	if !strings.Contains(string(out), "the clock can be moved") {
 		e.t.Fatalf("%s (image %s) does not log the chaos build's movable clock: the clock scenarios need an image built with -tags chaos", w.Short(), workerImage())
 	}
 }
