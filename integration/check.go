@@ -373,17 +373,25 @@ type ceilingCount struct{ Checked, Unchecked int }
 type ceilingIndex struct {
 	samples map[string][]sample // container ID -> polls in time order
 	bySlot  map[string][]string // slot -> containers that ever reported it
+	span    map[[2]string][2]time.Time
+	memo    map[[3]string]int64 // (container, slot, lease) -> fallback bound
 }
 
 func newCeilingIndex(samples map[string][]sample) *ceilingIndex {
-	ci := &ceilingIndex{samples: samples, bySlot: map[string][]string{}}
+	ci := &ceilingIndex{samples: samples, bySlot: map[string][]string{}, span: map[[2]string][2]time.Time{}, memo: map[[3]string]int64{}}
 	for id, ss := range samples {
-		seen := map[string]bool{}
 		for _, s := range ss {
-			if s.holds() && !seen[s.Slot] {
-				seen[s.Slot] = true
-				ci.bySlot[s.Slot] = append(ci.bySlot[s.Slot], id)
+			if !s.holds() {
+				continue
 			}
+			k := [2]string{id, s.Slot}
+			sp, ok := ci.span[k]
+			if !ok {
+				ci.bySlot[s.Slot] = append(ci.bySlot[s.Slot], id)
+				sp[0] = s.at
+			}
+			sp[1] = s.at
+			ci.span[k] = sp
 		}
 	}
 	return ci
@@ -416,6 +424,9 @@ func (ci *ceilingIndex) bound(id, slot string, t time.Time) (int64, bool) {
 	if lease == "" {
 		return 0, false
 	}
+	if c, ok := ci.memo[[3]string{id, slot, lease}]; ok {
+		return c, true
+	}
 	_, seq, _ := coordinator.ParseLeaseName(lease)
 	var c int64
 	for _, s := range ss {
@@ -434,6 +445,7 @@ func (ci *ceilingIndex) bound(id, slot string, t time.Time) (int64, bool) {
 			}
 		}
 	}
+	ci.memo[[3]string{id, slot, lease}] = c
 	return c, true
 }
 
@@ -443,6 +455,11 @@ func (ci *ceilingIndex) slotBound(slot string, t time.Time) (int64, bool) {
 	var c int64
 	var ok bool
 	for _, id := range ci.bySlot[slot] {
+		// Only containers that held the slot around t: an old holder's
+		// bound is lower than the current one's anyway.
+		if sp := ci.span[[2]string{id, slot}]; sp[0].After(t.Add(freshPoll)) || sp[1].Before(t.Add(-freshPoll)) {
+			continue
+		}
 		if b, k := ci.bound(id, slot, t); k {
 			c, ok = max(c, b), true
 		}
