@@ -30,7 +30,7 @@ func scenarios() []scenario {
 		{"g2 clock steps back while serving", 3, "the stepped worker refuses (-CLOCKBACK) until its clock catches up", clockStepBack},
 		{"h rolling SIGTERM restart", 3, stops, rollingRestart},
 		{"i ZooKeeper partition, worker on the minority", 3, "the worker on the cut-off server may lose its session and re-claim", zkPartition},
-		{"j ZooKeeper slow (renews slower than the interval)", 3, "", zkSlow},
+		{"j ZooKeeper slow (renews slower than the interval)", 3, "the proxied worker is stopped at the end", zkSlow},
 		{"k whole-ensemble restart", 3, ceiling, ensembleRestart},
 		{"l SIGTERM while ZooKeeper is down", 3, ceiling, sigtermZKDown},
 		{"m crashed worker's slot taken by another container", 3, stops, crashTakenOver},
@@ -372,7 +372,9 @@ func loseQuorum(e env) result {
 		e.docker("start", z.ID)
 	}
 	e.must(e.st.WaitZK(e.ctx, 60*time.Second), "quorum after the restart")
-	return result{want: 3, fault: fault, outage: horizon + 3*time.Second, note: fmt.Sprintf("%s and %s down for %v; quorum back %.1f s after the restart",
+	// The bound allows the outage held and the servers' own restart, which
+	// the suite does not control (JVM start-up on a loaded machine).
+	return result{want: 3, fault: fault, outage: time.Since(fault), note: fmt.Sprintf("%s and %s down for %v; quorum back %.1f s after the restart",
 		stopped[0].Service, stopped[1].Service, horizon+3*time.Second, time.Since(healed).Seconds())}
 }
 
@@ -406,6 +408,9 @@ func clockBehindRestart(e env) result {
 	_, oldHi, _ := slotRange(beforeKill, slot)
 	reserved := e.reservation(slot)
 	e.must(e.st.CopyTo(e.ctx, w, "/chaos-clock", offset.String()+"\n"), "set the clock back")
+	// Put right even when the scenario fails: a clock left behind would
+	// turn g2's step back into a step forward.
+	e.t.Cleanup(func() { _ = e.st.CopyTo(e.ctx, w, "/chaos-clock", "0s\n") })
 	e.docker("start", w.ID)
 	var s workerStatus
 	e.waitFor(sessionTimeout+horizon+15*time.Second, "the restarted worker claims its former slot", func() bool {
