@@ -7,12 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/snowfleet/snowfleet/coordinator"
@@ -26,7 +25,16 @@ type workerStatus struct {
 	LeaseNode string `json:"lease_node"`
 	FloorMs   int64  `json:"floor_ms"`
 	CeilingMs int64  `json:"ceiling_ms"`
+	LastMs    int64  `json:"last_issued_ms"`
+	SkewMs    int64  `json:"skew_ms"`
+	SessionID int64  `json:"session_id"`
 	Ready     bool   `json:"ready"`
+}
+
+// holds reports whether the status names a lease with a generator on it:
+// such a worker may issue IDs (a disconnected one too, up to its ceiling).
+func (s workerStatus) holds() bool {
+	return s.LeaseNode != "" && s.CeilingMs > 0 && s.CeilingMs >= s.FloorMs
 }
 
 func getStatus(ctx context.Context, c Container) (workerStatus, error) {
@@ -110,20 +118,132 @@ type Verdict struct {
 	Violations []string
 	Bad        []string
 	Problems   []string // lease and ceiling invariants
+	Ceilings   ceilingCount
 }
 
-// Check verifies the invariants over every ID collected so far and the
-// fleet's state in ZooKeeper and in the workers.
-func Check(ctx context.Context, st *Stack, col *Collector) Verdict {
-	ids, violations, bad := col.IDs()
-	v := Verdict{IDs: len(ids), Violations: violations, Bad: bad}
+// checkInput is everything Evaluate judges, gathered by Check from the
+// collector, the monitor, the workers and ZooKeeper (or made by a test).
+type checkInput struct {
+	ids             []int64
+	violations, bad []string
+	streams         []*stream           // for the ceiling check, with their arrival times
+	samples         map[string][]sample // the monitor's polls, by container ID
+	names           map[string]string   // container ID -> worker_N, for messages
+	until           time.Time           // check only IDs received before this
+	statuses        []holding           // every running worker, now
+	unreachable     []string            // running workers whose /status failed, now
+	leases          []string            // leases/ as ZooKeeper lists it, now
+	slots           map[snowflake.Slot]coordinator.SlotRecord
+}
+
+// Check gathers the collector's IDs, the monitor's ceilings, the workers'
+// statuses and ZooKeeper's lease nodes and slot nodes, at a calm point, and
+// evaluates them.
+func Check(ctx context.Context, st *Stack, col *Collector, mon *Monitor, until time.Time) Verdict {
+	in := checkInput{until: until, names: map[string]string{}}
+	in.ids, in.violations, in.bad = col.IDs()
+	col.mu.Lock()
+	in.streams = slices.Clone(col.streams)
+	col.mu.Unlock()
+	in.samples = mon.Samples()
+	var problems []string
+	ws, err := st.Workers(ctx)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
+	// Statuses first, ZooKeeper after: a ceiling seen here was confirmed
+	// before the reservation read below, which can only have grown since.
+	for _, w := range ws {
+		in.names[w.ID] = w.Short()
+		if !w.Running || w.Paused {
+			continue
+		}
+		if s, err := getStatus(ctx, w); err != nil {
+			in.unreachable = append(in.unreachable, fmt.Sprintf("%s: %v", w.Short(), err))
+		} else {
+			in.statuses = append(in.statuses, holding{worker: w.Short(), st: s})
+		}
+	}
+	for id, n := range mon.names {
+		if in.names[id] == "" {
+			in.names[id] = n
+		}
+	}
+	conn, err := st.DialZK(ctx)
+	if err != nil {
+		return Verdict{Problems: append(problems, "dial ZooKeeper: "+err.Error())}
+	}
+	defer conn.Close()
+	for try := 0; ; try++ {
+		var sm coordinator.SlotMap
+		sm, err = coordinator.ReadSlotMap(conn, zkRoot)
+		if err == nil {
+			in.slots = sm.Slots
+			in.leases, _, err = conn.Children(coordinator.LeasesPath(zkRoot))
+		}
+		if err == nil || try == 20 {
+			break
+		}
+		_ = sleep(ctx, 250*time.Millisecond)
+	}
+	if err != nil {
+		return Verdict{Problems: append(problems, "read the slot map: "+err.Error())}
+	}
+	v := Evaluate(in)
+	v.Problems = append(problems, v.Problems...)
+	return v
+}
+
+// Evaluate judges the gathered facts: duplicates; every ID at or below the
+// ceiling its holder had confirmed when the ID was received, and at or
+// below its slot's stored reservation; the holders the workers report
+// against the lease nodes ZooKeeper lists and against each other; each
+// worker's ceiling at or below its slot's stored reservation.
+func Evaluate(in checkInput) Verdict {
+	v := Verdict{IDs: len(in.ids), Violations: in.violations, Bad: in.bad}
 	var dupExamples []string
 	var maxTs map[snowflake.Slot]int64
-	v.Duplicates, dupExamples, maxTs = duplicates(ids)
+	v.Duplicates, dupExamples, maxTs = duplicates(in.ids)
 	if len(dupExamples) > 0 {
 		v.Problems = append(v.Problems, "duplicates, e.g. "+strings.Join(dupExamples, ", "))
 	}
-	v.Problems = append(v.Problems, checkLeases(ctx, st, maxTs)...)
+	var cp []string
+	v.Ceilings, cp = checkCeilings(in.streams, in.samples, in.names, in.until)
+	v.Problems = append(v.Problems, cp...)
+	for _, u := range in.unreachable {
+		v.Problems = append(v.Problems, "a running worker's /status failed: "+u)
+	}
+	v.Problems = append(v.Problems, holderProblems(in.leases, in.statuses)...)
+	v.Problems = append(v.Problems, overlapProblems(in.statuses)...)
+	listed := map[string]bool{}
+	for _, n := range in.leases {
+		listed[n] = true
+	}
+	for _, h := range in.statuses {
+		if h.st.State == coordinator.StateServing && !listed[h.st.LeaseNode] {
+			v.Problems = append(v.Problems, fmt.Sprintf("%s serves %s with lease %s, which ZooKeeper does not list", h.worker, h.st.Slot, h.st.LeaseNode))
+		}
+		if !h.st.holds() {
+			continue
+		}
+		slot, err := snowflake.ParseSlot(h.st.Slot)
+		if err != nil {
+			v.Problems = append(v.Problems, fmt.Sprintf("%s reports slot %q: %v", h.worker, h.st.Slot, err))
+			continue
+		}
+		if rec, ok := in.slots[slot]; !ok || h.st.CeilingMs > rec.ReservedUntilMs {
+			v.Problems = append(v.Problems, fmt.Sprintf("%s ceiling %d above the stored reservation %d of %s", h.worker, h.st.CeilingMs, rec.ReservedUntilMs, h.st.Slot))
+		}
+	}
+	for s, ms := range maxTs {
+		rec, ok := in.slots[s]
+		switch {
+		case !ok:
+			v.Problems = append(v.Problems, fmt.Sprintf("slot %s issued IDs but has no slot node", s))
+		case ms > rec.ReservedUntilMs:
+			v.Problems = append(v.Problems, fmt.Sprintf("slot %s issued ms %d above its stored reservation %d", s, ms, rec.ReservedUntilMs))
+		}
+	}
 	return v
 }
 
@@ -147,111 +267,284 @@ func duplicates(ids []int64) (n int, examples []string, maxTs map[snowflake.Slot
 	return n, examples, maxTs
 }
 
-// checkLeases: at most one lease holder per slot, every serving worker is
-// the holder ZooKeeper names for its slot and serves below the slot's stored
-// reservation, and no ID collected lies above its slot's reservation (a
-// holder issues only timestamps it confirmed; reservations never go down).
-func checkLeases(ctx context.Context, st *Stack, maxTs map[snowflake.Slot]int64) []string {
-	// Statuses first, the slot map after: a ceiling seen here was confirmed
-	// before the reservation read below, which can only have grown since.
-	type seen struct {
-		w Container
-		s workerStatus
-	}
-	var statuses []seen
-	ws, err := st.Workers(ctx)
-	if err != nil {
-		return []string{err.Error()}
-	}
-	for _, w := range ws {
-		if !w.Running || w.Paused {
-			continue
-		}
-		if s, err := getStatus(ctx, w); err == nil && s.State == coordinator.StateServing {
-			statuses = append(statuses, seen{w, s})
-		}
+// holding is one worker's status, named.
+type holding struct {
+	worker string
+	st     workerStatus
+}
+
+// holderProblems compares the holders the workers report with the lease
+// nodes as ZooKeeper lists them (names, not a map keyed by slot): a worker
+// that holds a lease node ZooKeeper lists must hold the lowest sequence
+// listed for its slot. A lower node listed now was created before the
+// worker's, so it existed when the worker claimed: two holders, whatever
+// the timing of the two reads.
+func holderProblems(leases []string, hs []holding) []string {
+	type node struct {
+		name string
+		seq  int64
 	}
 	var problems []string
-	conn, err := st.DialZK(ctx)
-	if err != nil {
-		return []string{"dial ZooKeeper: " + err.Error()}
-	}
-	defer conn.Close()
-	var sm coordinator.SlotMap
-	var names []string
-	for try := 0; ; try++ {
-		sm, err = coordinator.ReadSlotMap(conn, zkRoot)
-		if err == nil {
-			names, _, err = conn.Children(coordinator.LeasesPath(zkRoot))
-		}
-		if err == nil || try == 20 {
-			break
-		}
-		_ = sleep(ctx, 250*time.Millisecond)
-	}
-	if err != nil {
-		return []string{"read the slot map: " + err.Error()}
-	}
-	holders := map[snowflake.Slot]coordinator.LeaseInfo{}
-	for _, l := range sm.Leases {
-		if prev, ok := holders[l.Slot]; ok {
-			problems = append(problems, fmt.Sprintf("slot %s held twice: %s and %s", l.Slot, prev.Node, l.Node))
-		}
-		holders[l.Slot] = l
-	}
-	// The raw children: a slot may briefly have a contender's node, but its
-	// holder is the lowest sequence, and ReadSlotMap must agree.
-	lowest := map[snowflake.Slot]string{}
-	lowSeq := map[snowflake.Slot]int64{}
-	for _, n := range names {
+	bySlot := map[string][]node{}
+	listed := map[string]string{} // name -> slot
+	for _, n := range leases {
 		s, seq, err := coordinator.ParseLeaseName(n)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("lease node %q: %v", n, err))
 			continue
 		}
-		if cur, ok := lowSeq[s]; !ok || coordinator.LeaseSeqBefore(seq, cur) {
-			lowSeq[s], lowest[s] = seq, n
-		}
+		bySlot[s.String()] = append(bySlot[s.String()], node{n, seq})
+		listed[n] = s.String()
 	}
-	for s, n := range lowest {
-		if holders[s].Node != n && !isPlaceholder(conn, n) {
-			problems = append(problems, fmt.Sprintf("slot %s: lowest node %s but ReadSlotMap says %q", s, n, holders[s].Node))
-		}
-	}
-	for s, ms := range maxTs {
-		rec, ok := sm.Slots[s]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("slot %s issued IDs but has no slot node", s))
-		case ms > rec.ReservedUntilMs:
-			problems = append(problems, fmt.Sprintf("slot %s issued ms %d above its reservation %d", s, ms, rec.ReservedUntilMs))
-		}
-	}
-	serving := map[string]string{} // slot -> worker
-	for _, x := range statuses {
-		w, s := x.w, x.s
-		if other, ok := serving[s.Slot]; ok {
-			problems = append(problems, fmt.Sprintf("slot %s served by %s and %s", s.Slot, other, w.Short()))
-		}
-		serving[s.Slot] = w.Short()
-		slot, err := snowflake.ParseSlot(s.Slot)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s reports slot %q: %v", w.Short(), s.Slot, err))
+	owner := map[string]string{} // lease node -> worker
+	for _, h := range hs {
+		if !h.st.holds() {
 			continue
 		}
-		if h := holders[slot]; h.Node != s.LeaseNode {
-			problems = append(problems, fmt.Sprintf("%s serves %s with lease %s, ZooKeeper's holder is %q", w.Short(), s.Slot, s.LeaseNode, h.Node))
+		if slot, ok := listed[h.st.LeaseNode]; ok && slot != h.st.Slot {
+			problems = append(problems, fmt.Sprintf("%s reports slot %s for lease node %s, which is a node of %s", h.worker, h.st.Slot, h.st.LeaseNode, slot))
+			continue
 		}
-		if rec := sm.Slots[slot]; s.CeilingMs > rec.ReservedUntilMs {
-			problems = append(problems, fmt.Sprintf("%s ceiling %d above the stored reservation %d of %s", w.Short(), s.CeilingMs, rec.ReservedUntilMs, s.Slot))
+		if other, ok := owner[h.st.LeaseNode]; ok {
+			problems = append(problems, fmt.Sprintf("lease node %s held by %s and %s", h.st.LeaseNode, other, h.worker))
+		}
+		owner[h.st.LeaseNode] = h.worker
+		if _, ok := listed[h.st.LeaseNode]; !ok {
+			continue // lost, or not yet seen by this listing: overlapProblems covers it
+		}
+		_, mine, _ := coordinator.ParseLeaseName(h.st.LeaseNode)
+		for _, n := range bySlot[h.st.Slot] {
+			if coordinator.LeaseSeqBefore(n.seq, mine) {
+				who := owner[n.name]
+				for _, o := range hs {
+					if o.st.LeaseNode == n.name {
+						who = o.worker
+					}
+				}
+				if who == "" {
+					who = "no worker polled"
+				}
+				problems = append(problems, fmt.Sprintf("two holders of %s: ZooKeeper lists %s (%s) before %s, yet %s holds the later one (state %s)",
+					h.st.Slot, n.name, who, h.st.LeaseNode, h.worker, h.st.State))
+			}
 		}
 	}
 	return problems
 }
 
-func isPlaceholder(conn *zk.Conn, name string) bool {
-	data, _, err := conn.Get(path.Join(coordinator.LeasesPath(zkRoot), name))
-	return err == nil && strings.Contains(string(data), placeholderHost)
+// overlapProblems: two workers that report holding one slot under
+// different lease nodes (a zombie that has not yet noticed, and its
+// successor) must hold disjoint timestamp ranges: the later lease's floor
+// at or above the earlier one's ceiling. Ceilings only grow and a floor is
+// fixed, so statuses read at different moments compare as well as
+// simultaneous ones.
+func overlapProblems(hs []holding) []string {
+	var problems []string
+	for i, a := range hs {
+		for _, b := range hs[i+1:] {
+			if !a.st.holds() || !b.st.holds() || a.st.Slot != b.st.Slot {
+				continue
+			}
+			if a.st.LeaseNode == b.st.LeaseNode {
+				problems = append(problems, fmt.Sprintf("%s and %s both hold %s with lease node %s", a.worker, b.worker, a.st.Slot, a.st.LeaseNode))
+				continue
+			}
+			_, sa, _ := coordinator.ParseLeaseName(a.st.LeaseNode)
+			_, sb, _ := coordinator.ParseLeaseName(b.st.LeaseNode)
+			early, late := a, b
+			if sb < sa {
+				early, late = b, a
+			}
+			if late.st.FloorMs < early.st.CeilingMs {
+				problems = append(problems, fmt.Sprintf("two holders of %s at once: %s (%s, %s, ceiling %d) and %s (%s, %s, floor %d) overlap",
+					a.st.Slot, early.worker, early.st.LeaseNode, early.st.State, early.st.CeilingMs, late.worker, late.st.LeaseNode, late.st.State, late.st.FloorMs))
+			}
+		}
+	}
+	return problems
+}
+
+// ceilingCount is how many IDs were checked against a ceiling polled from
+// their holder, and how many could not be (no poll of the slot before).
+type ceilingCount struct{ Checked, Unchecked int }
+
+// ceilingIndex answers: what ceiling had the holder of a slot confirmed
+// when an ID was received?
+type ceilingIndex struct {
+	samples map[string][]sample // container ID -> polls in time order
+	bySlot  map[string][]string // slot -> containers that ever reported it
+	span    map[[2]string][2]time.Time
+	memo    map[[3]string]int64 // (container, slot, lease) -> fallback bound
+}
+
+func newCeilingIndex(samples map[string][]sample) *ceilingIndex {
+	ci := &ceilingIndex{samples: samples, bySlot: map[string][]string{}, span: map[[2]string][2]time.Time{}, memo: map[[3]string]int64{}}
+	for id, ss := range samples {
+		for _, s := range ss {
+			if !s.holds() {
+				continue
+			}
+			k := [2]string{id, s.Slot}
+			sp, ok := ci.span[k]
+			if !ok {
+				ci.bySlot[s.Slot] = append(ci.bySlot[s.Slot], id)
+				sp[0] = s.at
+			}
+			sp[1] = s.at
+			ci.span[k] = sp
+		}
+	}
+	return ci
+}
+
+// freshPoll: a poll taken this soon after an ID arrived bounds it by its
+// own ceiling; later polls may belong to a later lease.
+const freshPoll = 3 * time.Second
+
+// bound is the ceiling container id had confirmed for slot when an ID
+// arrived at t: the ceiling of its first poll sent after t (the ceiling
+// only grows, so it is at least the one the ID was issued under). Without
+// such a poll (the container died, paused or lost the lease right after),
+// the highest ceiling it ever reported for the lease it held before t or a
+// later one of its own on the slot, or a successor's floor, whichever is
+// higher. ok is false without any poll of the slot before t.
+func (ci *ceilingIndex) bound(id, slot string, t time.Time) (int64, bool) {
+	ss := ci.samples[id]
+	i := sort.Search(len(ss), func(i int) bool { return ss[i].at.After(t) })
+	if i < len(ss) && ss[i].Slot == slot && ss[i].holds() && ss[i].at.Sub(t) < freshPoll {
+		return ss[i].CeilingMs, true
+	}
+	var lease string
+	for k := i - 1; k >= 0; k-- {
+		if ss[k].Slot == slot && ss[k].holds() {
+			lease = ss[k].LeaseNode
+			break
+		}
+	}
+	if lease == "" {
+		return 0, false
+	}
+	if c, ok := ci.memo[[3]string{id, slot, lease}]; ok {
+		return c, true
+	}
+	_, seq, _ := coordinator.ParseLeaseName(lease)
+	var c int64
+	for _, s := range ss {
+		if _, q, _ := coordinator.ParseLeaseName(s.LeaseNode); s.Slot == slot && s.holds() && q >= seq {
+			c = max(c, s.CeilingMs)
+		}
+	}
+	for _, other := range ci.bySlot[slot] {
+		if other == id {
+			continue
+		}
+		for _, s := range ci.samples[other] {
+			if _, q, _ := coordinator.ParseLeaseName(s.LeaseNode); s.Slot == slot && s.holds() && q > seq && s.FloorMs >= c {
+				c = s.FloorMs // floors of later leases all lie at or above the ceiling
+				break
+			}
+		}
+	}
+	ci.memo[[3]string{id, slot, lease}] = c
+	return c, true
+}
+
+// slotBound is bound over every container that held the slot: for the Go
+// client's streams, which do not say which worker answered.
+func (ci *ceilingIndex) slotBound(slot string, t time.Time) (int64, bool) {
+	var c int64
+	var ok bool
+	for _, id := range ci.bySlot[slot] {
+		// Only containers that held the slot around t: an old holder's
+		// bound is lower than the current one's anyway.
+		if sp := ci.span[[2]string{id, slot}]; sp[0].After(t.Add(freshPoll)) || sp[1].Before(t.Add(-freshPoll)) {
+			continue
+		}
+		if b, k := ci.bound(id, slot, t); k {
+			c, ok = max(c, b), true
+		}
+	}
+	return c, ok
+}
+
+// checkCeilings checks every ID received before until (and not checked by
+// an earlier call) against the ceiling polled from its holder.
+func checkCeilings(streams []*stream, samples map[string][]sample, names map[string]string, until time.Time) (ceilingCount, []string) {
+	ci := newCeilingIndex(samples)
+	var n ceilingCount
+	var problems []string
+	for _, s := range streams {
+		s.mu.Lock()
+		start := 0
+		if s.checked > 0 {
+			start = s.batches[s.checked-1].end
+		}
+		for ; s.checked < len(s.batches) && s.batches[s.checked].at.Before(until); s.checked++ {
+			b := s.batches[s.checked]
+			bounds := map[string]int64{}
+			for _, id := range s.ids[start:b.end] {
+				f, err := snowflake.Decode(id)
+				if err != nil {
+					continue
+				}
+				slot := f.Slot().String()
+				c, ok := bounds[slot]
+				if !ok {
+					var found bool
+					if s.container != "" {
+						c, found = ci.bound(s.container, slot, b.at)
+					} else {
+						c, found = ci.slotBound(slot, b.at)
+					}
+					if !found {
+						c = -1
+					}
+					bounds[slot] = c
+				}
+				switch {
+				case c < 0:
+					n.Unchecked++
+				case f.UnixMs > c:
+					n.Checked++
+					if len(problems) < 10 {
+						from := s.name
+						if s.container != "" && names[s.container] != "" {
+							from = names[s.container]
+						}
+						problems = append(problems, fmt.Sprintf("%s: ID %d of %s (ms %d) received at %s above the ceiling %d its holder had confirmed by then",
+							from, id, slot, f.UnixMs, b.at.Format("15:04:05.000"), c))
+					}
+				default:
+					n.Checked++
+				}
+			}
+			start = b.end
+		}
+		s.mu.Unlock()
+	}
+	return n, problems
+}
+
+// handover checks one slot passing from an old holder to a successor: the
+// old holder's IDs at or below the floor the successor started from, the
+// successor's strictly above; both sides must have IDs to compare.
+func handover(old, successor string, oldIDs, newIDs []int64, slot string, floor int64) (note string, problems []string) {
+	_, oldHi, oldN := slotRange(oldIDs, slot)
+	newLo, _, newN := slotRange(newIDs, slot)
+	if floor == 0 {
+		problems = append(problems, fmt.Sprintf("successor %s reports no floor on %s", successor, slot))
+	}
+	if oldN == 0 {
+		problems = append(problems, fmt.Sprintf("old holder %s served no ID on %s: the hand-over is not shown", old, slot))
+	} else if oldHi > floor {
+		problems = append(problems, fmt.Sprintf("old holder %s served ms %d on %s, above its successor's floor %d", old, oldHi, slot, floor))
+	}
+	if newN == 0 {
+		problems = append(problems, fmt.Sprintf("successor %s served no ID on %s: the hand-over is not shown", successor, slot))
+	} else if newLo <= floor {
+		problems = append(problems, fmt.Sprintf("successor %s served ms %d on %s, not above its floor %d", successor, newLo, slot, floor))
+	}
+	return fmt.Sprintf("old holder's last ms %d ≤ floor %d < successor's first %d (%d and %d IDs)", oldHi, floor, newLo, oldN, newN), problems
 }
 
 // slotRange is the lowest and highest timestamp (Unix ms) among the IDs of

@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker/client"
@@ -36,18 +38,37 @@ type stream struct {
 
 	mu         sync.Mutex
 	ids        []int64
-	last       map[int]int64 // slot index -> last ID seen from it
-	violations []string      // IDs of a slot that did not increase
-	badIDs     []string      // IDs that do not decode or are outside our datacenter
+	batches    []arrival      // when each run of ids arrived
+	checked    int            // batches already checked against ceilings
+	last       map[int]int64  // slot index -> last ID seen from it
+	violations []string       // IDs of a slot that did not increase
+	badIDs     []string       // IDs that do not decode or are outside our datacenter
+	errs       map[string]int // refusals and failures by their first word (NOLEASE, CLOCKBACK, dial …)
+}
+
+// arrival marks the IDs of one reply: ids[previous end:end], received at at.
+type arrival struct {
+	at  time.Time
+	end int
 }
 
 func newStream(name, container string) *stream {
-	return &stream{name: name, container: container, last: map[int]int64{}}
+	return &stream{name: name, container: container, last: map[int]int64{}, errs: map[string]int{}}
 }
 
-func (s *stream) add(ids ...int64) {
+// fail counts a failed call by the first word of its error.
+func (s *stream) fail(err error) {
+	word, _, _ := strings.Cut(err.Error(), " ")
+	s.mu.Lock()
+	s.errs[word]++
+	s.mu.Unlock()
+}
+
+// add keeps the IDs of one reply received at at.
+func (s *stream) add(at time.Time, ids ...int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer func() { s.batches = append(s.batches, arrival{at: at, end: len(s.ids)}) }()
 	for _, id := range ids {
 		f, err := snowflake.Decode(id)
 		if err != nil || f.Datacenter != datacenter {
@@ -66,12 +87,19 @@ func (s *stream) add(ids ...int64) {
 // counters of what clients saw, by kind of client.
 type counters struct {
 	ids, clientErrs, redisErrs atomic.Int64
+	// protocolErrs are replies the Go client rejected as breaking the
+	// protocol (a repeated or descending ID in a batch, …), seen through
+	// its log: it retries them elsewhere, so the call itself succeeds.
+	protocolErrs atomic.Int64
 }
 
-type snapshot struct{ ids, clientErrs, redisErrs int64 }
+type snapshot struct {
+	ids, clientErrs, redisErrs, protocolErrs int64
+	client                                   clientMetrics
+}
 
-func (c *counters) snap() snapshot {
-	return snapshot{c.ids.Load(), c.clientErrs.Load(), c.redisErrs.Load()}
+func (c *Collector) snap() snapshot {
+	return snapshot{c.n.ids.Load(), c.n.clientErrs.Load(), c.n.redisErrs.Load(), c.n.protocolErrs.Load(), c.clientMetrics()}
 }
 
 // Collector draws IDs from every worker without pause, through the Go
@@ -90,6 +118,8 @@ type Collector struct {
 	cli      *client.Client
 	cliAddrs []string
 	cliMu    sync.RWMutex // calls hold it shared; swapping the client holds it
+	cliGen   int
+	reg      *prometheus.Registry // every client's metrics, told apart by a "gen" label
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -104,7 +134,7 @@ type redisRunner struct {
 // StartCollector starts drawing; Stop ends it.
 func StartCollector(ctx context.Context, st *Stack, log func(string, ...any)) *Collector {
 	ctx, cancel := context.WithCancel(ctx)
-	c := &Collector{stack: st, log: log, redis: map[string]*redisRunner{}, errLog: map[string]int{}, errEx: map[string]string{}, cancel: cancel}
+	c := newCollector(st, log, cancel)
 	c.sync(ctx)
 	c.wg.Add(3)
 	go func() { defer c.wg.Done(); c.follow(ctx) }()
@@ -112,6 +142,11 @@ func StartCollector(ctx context.Context, st *Stack, log func(string, ...any)) *C
 	go func() { defer c.wg.Done(); c.clientLoop(ctx, newStream("go-client/nextids", ""), batch) }()
 	go func() { defer c.wg.Done(); c.clientLoop(ctx, newStream("go-client/nextid", ""), 1) }()
 	return c
+}
+
+func newCollector(st *Stack, log func(string, ...any), cancel context.CancelFunc) *Collector {
+	return &Collector{stack: st, log: log, redis: map[string]*redisRunner{}, errLog: map[string]int{},
+		errEx: map[string]string{}, cancel: cancel, reg: prometheus.NewRegistry()}
 }
 
 // Stop ends every stream and closes the client.
@@ -177,13 +212,20 @@ func (c *Collector) sync(ctx context.Context) {
 	if slices.Equal(addrs, c.cliAddrs) || len(addrs) == 0 {
 		return
 	}
+	c.useClient(addrs)
+}
+
+// useClient replaces the Go client by one of a static list of workers.
+func (c *Collector) useClient(addrs []string) {
+	c.cliGen++
 	cfg := client.DefaultConfig()
 	cfg.Static = addrs
 	cfg.CallTimeout = callTimeout
 	cfg.RequestTimeout = time.Second
 	cfg.Backoff = 100 * time.Millisecond
 	cfg.MaxBackoff = time.Second
-	cli, err := client.New(cfg, hclog.NewNullLogger(), nil)
+	cfg.ConstLabels = map[string]string{"gen": strconv.Itoa(c.cliGen)}
+	cli, err := client.New(cfg, protocolCounter{Logger: hclog.NewNullLogger(), n: &c.n.protocolErrs}, c.reg)
 	if err != nil {
 		c.log("client with %v: %v", addrs, err)
 		return
@@ -226,10 +268,11 @@ func (c *Collector) clientLoop(ctx context.Context, s *stream, n int) {
 		case err != nil:
 			c.n.clientErrs.Add(1)
 			c.noteErr("go-client", err)
+			s.fail(err)
 			_ = sleep(ctx, 50*time.Millisecond)
 			continue
 		}
-		s.add(ids...)
+		s.add(time.Now(), ids...)
 		c.n.ids.Add(int64(len(ids)))
 		if n > 1 {
 			_ = sleep(ctx, pause)
@@ -256,10 +299,11 @@ func (c *Collector) redisLoop(ctx context.Context, s *stream, addr string) {
 		case err != nil:
 			c.n.redisErrs.Add(1)
 			c.noteErr("redis", err)
+			s.fail(err)
 			_ = sleep(ctx, 100*time.Millisecond)
 			continue
 		}
-		s.add(ids...)
+		s.add(time.Now(), ids...)
 		c.n.ids.Add(int64(len(ids)))
 		_ = sleep(ctx, pause)
 	}
@@ -316,7 +360,11 @@ func (c *Collector) IDs() (ids []int64, violations, bad []string) {
 
 // ContainerIDs is every ID the direct (go-redis) streams got from one
 // container, over all its published ports.
-func (c *Collector) ContainerIDs(id string) []int64 {
+func (c *Collector) ContainerIDs(id string) []int64 { return c.ContainerIDsSince(id, time.Time{}) }
+
+// ContainerIDsSince is the IDs the direct streams of one container received
+// after since.
+func (c *Collector) ContainerIDsSince(id string, since time.Time) []int64 {
 	c.mu.Lock()
 	streams := slices.Clone(c.streams)
 	c.mu.Unlock()
@@ -326,10 +374,36 @@ func (c *Collector) ContainerIDs(id string) []int64 {
 			continue
 		}
 		s.mu.Lock()
-		ids = append(ids, s.ids...)
+		start := 0
+		for _, b := range s.batches {
+			if b.at.After(since) {
+				ids = append(ids, s.ids[start:b.end]...)
+			}
+			start = b.end
+		}
 		s.mu.Unlock()
 	}
 	return ids
+}
+
+// ContainerErrors is the failed calls of the direct streams of one
+// container so far, by the first word of the error (NOLEASE, CLOCKBACK, …).
+func (c *Collector) ContainerErrors(id string) map[string]int {
+	c.mu.Lock()
+	streams := slices.Clone(c.streams)
+	c.mu.Unlock()
+	errs := map[string]int{}
+	for _, s := range streams {
+		if s.container != id {
+			continue
+		}
+		s.mu.Lock()
+		for k, n := range s.errs {
+			errs[k] += n
+		}
+		s.mu.Unlock()
+	}
+	return errs
 }
 
 // quietRedis drops go-redis's own log lines (a dial refused while a worker

@@ -13,18 +13,22 @@ import (
 
 // row is one scenario's line in the table.
 type row struct {
-	Name       string
-	IDs        int64
-	ClientErrs int64 // Go client calls that failed after its retries
-	DirectErrs int64 // go-redis calls to one worker each that failed
-	Duplicates int
-	Violations int
-	Recovery   time.Duration
-	Limit      time.Duration
-	Notes      string
-	Errors     map[string]int
-	Examples   map[string]string
-	Failed     bool
+	Name         string
+	IDs          int64
+	ClientErrs   int64 // Go client calls that failed after its retries
+	DirectErrs   int64 // go-redis calls to one worker each that failed
+	Retries      int64 // Go client requests sent again (snowflake_client_retries_total)
+	Protocol     int64 // Go client replies rejected as breaking the protocol
+	Ceilings     int   // IDs checked against the ceiling polled from their holder
+	HolderChecks int   // listings of leases/ checked against the workers' holders
+	Duplicates   int
+	Violations   int
+	Recovery     time.Duration // from the fault; 0: serving never stopped
+	Limit        time.Duration
+	Notes        string
+	Errors       map[string]int
+	Examples     map[string]string
+	Failed       bool
 }
 
 type report struct {
@@ -35,24 +39,32 @@ type report struct {
 
 func (r *report) markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| scenario | IDs collected | client-visible errors (Go client) | direct errors (go-redis, per worker) | duplicates | order violations | time to recover (bound) | notes |\n")
-	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---|\n")
-	var ids, cerr, derr int64
-	var dups, viol int
+	fmt.Fprintf(&b, "| scenario | IDs collected | Go client: failed calls / retries / protocol errors | direct errors (go-redis, per worker) | duplicates | order violations | IDs checked against a polled ceiling | holder checks against leases/ | recovery from the fault (bound) | notes |\n")
+	fmt.Fprintf(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	var ids, cerr, derr, retries, proto int64
+	var dups, viol, ceil int
 	for _, x := range r.rows {
-		rec := fmt.Sprintf("%.1f s (%.0f s)", x.Recovery.Seconds(), x.Limit.Seconds())
-		if x.Failed {
-			rec += " FAILED"
+		rec := "never stopped"
+		if x.Recovery > 0 {
+			rec = fmt.Sprintf("%.1f s (%.0f s)", x.Recovery.Seconds(), x.Limit.Seconds())
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %s | %s |\n", x.Name, x.IDs, x.ClientErrs, x.DirectErrs, x.Duplicates, x.Violations, rec, x.Notes)
+		name := x.Name
+		if x.Failed {
+			name += " **FAILED**"
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d / %d / %d | %d | %d | %d | %d | %d | %s | %s |\n", name, x.IDs, x.ClientErrs, x.Retries, x.Protocol,
+			x.DirectErrs, x.Duplicates, x.Violations, x.Ceilings, x.HolderChecks, rec, x.Notes)
 		ids += x.IDs
 		cerr += x.ClientErrs
 		derr += x.DirectErrs
+		retries += x.Retries
+		proto += x.Protocol
 		dups += x.Duplicates
 		viol += x.Violations
+		ceil += x.Ceilings
 	}
-	fmt.Fprintf(&b, "| **all** (%d IDs checked in all, %s) | %d | %d | %d | %d | %d | | |\n",
-		r.total, time.Since(r.start).Round(time.Second), ids, cerr, derr, dups, viol)
+	fmt.Fprintf(&b, "| **all** (%d IDs checked in all, %s) | %d | %d / %d / %d | %d | %d | %d | %d | | | |\n",
+		r.total, time.Since(r.start).Round(time.Second), ids, cerr, retries, proto, derr, dups, viol, ceil)
 	b.WriteString("\nErrors seen, by kind:\n\n")
 	for _, x := range r.rows {
 		if len(x.Errors) == 0 {

@@ -88,8 +88,21 @@ func envOr(k, def string) string {
 
 // Compose runs a compose command on the project.
 func (s *Stack) Compose(ctx context.Context, args ...string) (string, error) {
+	return s.composeWith(ctx, nil, args...)
+}
+
+// composeWith runs a compose command with extra environment (later values
+// win): the containers it creates take them.
+func (s *Stack) composeWith(ctx context.Context, extra []string, args ...string) (string, error) {
 	full := append(slices.Clone(s.compose[1:]), "-p", s.Project, "-f", filepath.Join(s.repo, "docker-compose.yml"))
-	return run(ctx, s.env, s.compose[0], append(full, args...)...)
+	return run(ctx, append(slices.Clone(s.env), extra...), s.compose[0], append(full, args...)...)
+}
+
+// ScaleWith is Scale where the workers it creates get extra environment
+// (e.g. SNOWFLAKE_HORIZON=12s); existing ones are left as they are.
+func (s *Stack) ScaleWith(ctx context.Context, n int, extra ...string) error {
+	_, err := s.composeWith(ctx, extra, "up", "-d", "--no-deps", "--no-recreate", "--scale", fmt.Sprintf("worker=%d", n), "worker")
+	return err
 }
 
 // Up starts the ensemble, waits for its quorum, then starts n workers.

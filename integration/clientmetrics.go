@@ -1,0 +1,114 @@
+//go:build integration
+
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/worker/client"
+)
+
+// clientMetrics sums the Go clients' own counters (every client the
+// collector made, each registered under its "gen" label).
+type clientMetrics struct {
+	ok, noLease, clockBack, errReply, broken float64 // snowflake_client_requests_total by result
+	retries                                  float64 // snowflake_client_retries_total
+	failures                                 float64 // snowflake_client_failures_total
+}
+
+func (m clientMetrics) sub(o clientMetrics) clientMetrics {
+	return clientMetrics{m.ok - o.ok, m.noLease - o.noLease, m.clockBack - o.clockBack, m.errReply - o.errReply,
+		m.broken - o.broken, m.retries - o.retries, m.failures - o.failures}
+}
+
+func (c *Collector) clientMetrics() clientMetrics {
+	var m clientMetrics
+	mfs, err := c.reg.Gather()
+	if err != nil {
+		c.log("gather the client metrics: %v", err)
+		return m
+	}
+	for _, mf := range mfs {
+		for _, x := range mf.GetMetric() {
+			v := x.GetCounter().GetValue()
+			switch mf.GetName() {
+			case "snowflake_client_retries_total":
+				m.retries += v
+			case "snowflake_client_failures_total":
+				m.failures += v
+			case "snowflake_client_requests_total":
+				for _, l := range x.GetLabel() {
+					if l.GetName() != "result" {
+						continue
+					}
+					switch l.GetValue() {
+					case "ok":
+						m.ok += v
+					case "nolease":
+						m.noLease += v
+					case "clockback":
+						m.clockBack += v
+					case "error":
+						m.errReply += v
+					case "broken":
+						m.broken += v
+					}
+				}
+			}
+		}
+	}
+	return m
+}
+
+// clientProblems names what the Go client saw in a scenario that it should
+// not have: any reply breaking the protocol (a worker that repeats or
+// reorders IDs inside a batch: the client drops it and retries elsewhere,
+// so no call fails), and retries, unless the scenario explains them.
+func clientProblems(d clientMetrics, protocol int64, retriesExplained string) []string {
+	var p []string
+	if protocol > 0 {
+		p = append(p, fmt.Sprintf("the Go client rejected %d replies as breaking the protocol (retried elsewhere, so no call failed)", protocol))
+	}
+	if d.errReply > 0 {
+		p = append(p, fmt.Sprintf("the Go client got %.0f error replies (-ERR) it does not retry", d.errReply))
+	}
+	if retriesExplained == "" && d.retries > 0 {
+		p = append(p, fmt.Sprintf("the Go client retried %.0f requests (nolease %.0f, clockback %.0f, broken %.0f) in a scenario where no worker stops serving",
+			d.retries, d.noLease, d.clockBack, d.broken))
+	}
+	return p
+}
+
+// protocolCounter is the Go client's logger: it counts the failures whose
+// error is a *client.ProtocolError (the client logs each worker failure,
+// the first of a streak as a warning and the rest at debug level) and drops
+// every line.
+type protocolCounter struct {
+	hclog.Logger
+	n *atomic.Int64
+}
+
+func (p protocolCounter) count(args []any) {
+	for _, a := range args {
+		var pe *client.ProtocolError
+		if err, ok := a.(error); ok && errors.As(err, &pe) {
+			p.n.Add(1)
+		}
+	}
+}
+
+func (p protocolCounter) Log(_ hclog.Level, _ string, args ...any) { p.count(args) }
+func (p protocolCounter) Trace(_ string, args ...any)              { p.count(args) }
+func (p protocolCounter) Debug(_ string, args ...any)              { p.count(args) }
+func (p protocolCounter) Info(_ string, args ...any)               { p.count(args) }
+func (p protocolCounter) Warn(_ string, args ...any)               { p.count(args) }
+func (p protocolCounter) Error(_ string, args ...any)              { p.count(args) }
+func (p protocolCounter) IsDebug() bool                            { return true }
+func (p protocolCounter) IsTrace() bool                            { return true }
+func (p protocolCounter) Named(string) hclog.Logger                { return p }
+func (p protocolCounter) ResetNamed(string) hclog.Logger           { return p }
+func (p protocolCounter) With(...any) hclog.Logger                 { return p }
