@@ -15,4 +15,4 @@ type rawWriter struct{}
 func newRawWriter(net.Conn) *rawWriter { return nil }
 
 func (*rawWriter) write([]byte, time.Duration) error { return errors.ErrUnsupported }
-func (*rawWriter) readNow([]byte) int                 { return 0 }
+func (*rawWriter) readNow([]byte) int                { return 0 }
