@@ -69,6 +69,9 @@ type conn struct {
 	// other connections meanwhile.
 	noWait bool
 	retry  time.Duration
+	// waitBig: the waiting request wants more than half a millisecond's
+	// IDs (see loop.unpark).
+	waitBig bool
 	// strIDs is the connection's IDFORMAT: IDs as decimal bulk strings
 	// instead of RESP integers.
 	strIDs bool

@@ -34,6 +34,10 @@ type evConn struct {
 	// its backlog is done.
 	queued      bool
 	parkedUntil time.Time
+	// small: parked for a small request, counted in Server.smallWaiting;
+	// deferred: how often in a row a big one gave way to small ones.
+	small    bool
+	deferred int
 	// drained: it took its last read in a drain.
 	drained bool
 }

@@ -132,6 +132,7 @@ func (c *conn) issue(n int, array, str bool) result {
 	if c.noWait {
 		first, c.retry, err = g.TryNextN(n)
 		if c.retry > 0 {
+			c.waitBig = n > snowflake.MaxBatch/2
 			return resWait
 		}
 	} else {

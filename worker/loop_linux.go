@@ -302,26 +302,59 @@ func (l *loop) firstDue() time.Time {
 // meanwhile instead of sleeping.
 func (l *loop) park(e *evConn, d time.Duration) {
 	e.parkedUntil = l.now.Add(d)
+	if e.small = !e.c.waitBig; e.small {
+		l.s.smallWaiting.Add(1)
+	}
 	l.parked = append(l.parked, e)
 }
 
-// unpark queues the parked connections that are due, for this round.
+// maxDefer bounds how many times in a row a big request gives way to
+// small ones (a millisecond or so each time), so a batching client is
+// slowed under contention, never starved.
+const maxDefer = 8
+
+// unpark queues the parked connections that are due, for this round, the
+// small requests first. A big request (more than half a millisecond's
+// IDs, NEXTIDS 4096 takes a whole one) that finds small ones waiting, on
+// any loop, waits a little longer: it would take the fresh millisecond
+// they all wait for, and a client that pipelines NEXTIDS 4096 by the
+// hundred would hold everyone else's NEXTID for as many milliseconds as
+// there are such clients.
 func (l *loop) unpark() {
 	kept := l.parked[:0]
 	for _, e := range l.parked {
 		switch {
 		case e.fd < 0:
-		case !l.now.Before(e.parkedUntil):
-			e.parkedUntil = time.Time{}
-			l.queue(e)
-		default:
+		case l.now.Before(e.parkedUntil) || !e.small:
 			kept = append(kept, e)
-			continue
+		default:
+			e.parkedUntil, e.small = time.Time{}, false
+			l.s.smallWaiting.Add(-1)
+			l.queue(e)
+		}
+	}
+	clear(l.parked[len(kept):])
+	l.parked = kept
+	kept = l.parked[:0]
+	for _, e := range l.parked {
+		switch {
+		case e.small || l.now.Before(e.parkedUntil):
+			kept = append(kept, e)
+		case e.deferred < maxDefer && l.s.smallWaiting.Load() > 0:
+			e.deferred++
+			e.parkedUntil = l.now.Add(bigDefer)
+			kept = append(kept, e)
+		default:
+			e.parkedUntil, e.deferred = time.Time{}, 0
+			l.queue(e)
 		}
 	}
 	clear(l.parked[len(kept):])
 	l.parked = kept
 }
+
+// bigDefer is how long a big request gives way before it looks again.
+const bigDefer = 100 * time.Microsecond
 
 // queue gives e another slice in the next round.
 func (l *loop) queue(e *evConn) {
@@ -391,6 +424,10 @@ func (l *loop) finish(e *evConn) {
 }
 
 func (l *loop) close(e *evConn) {
+	if e.small {
+		e.small = false
+		l.s.smallWaiting.Add(-1)
+	}
 	fd := e.fd
 	if fd < len(l.conns) && l.conns[fd] == e {
 		l.conns[fd] = nil
