@@ -173,4 +173,3 @@ func testWriteTimeoutFromStall(t *testing.T, zk *zktest.Server) {
 		}
 	}
 }
-
