@@ -6,7 +6,7 @@ PKGS     := ./...
 # build with (go mod tidy writes it with its patch number, a toolchain name).
 GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps build test bench lint sim bench-server bench-worker fuzz images images-clean up down integration check clean
+.PHONY: all deps build test bench lint sim bench-server bench-worker hostile fuzz images images-clean up down integration check clean
 
 all: build
 
@@ -60,6 +60,11 @@ bench-server:
 ## bench-worker: Go benchmarks of the RESP server over loopback
 bench-worker:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./worker/
+
+## hostile: 40 hostile connections against a worker for 30s while clean
+## clients draw IDs (make test runs the same for 10s)
+hostile:
+	SNOWFLEET_HOSTILE_DURATION=30s $(GO) test -count=1 -v -run '^TestHostile$$' ./cmd/snowflaked/
 
 ## fuzz: the RESP parser (seed corpus in worker/testdata/fuzz)
 fuzz:

@@ -37,7 +37,7 @@ func testReadyPerSlice(t *testing.T, zk *zktest.Server) {
 	}
 	notReady := time.Now().Add(2 * time.Second).UnixMilli() // on the worker's clock
 	ids, after, refused := 0, 0, ""
-	for refused == "" {
+	for refused == "" && ids < 292 {
 		l, err := r.line()
 		if err != nil {
 			t.Fatalf("after %d replies: %v", ids, err)
