@@ -82,8 +82,8 @@ func (c *Coordinator) Readiness() Readiness {
 // lock: cheap enough for the worker to check on every read.
 func (c *Coordinator) Ready() bool { return c.readiness().Ready() }
 
-// readiness decides: a lease held (a generator, not sealed), its ceiling
-// ahead of the clock, the clock not behind the last issued timestamp by
+// readiness decides: a lease held (a generator, not sealed), the clock not
+// past its ceiling, the clock not behind the last issued timestamp by
 // more than the generator waits out, and the skew against ZooKeeper within
 // MaxSkew.
 func (c *Coordinator) readiness() Readiness {
@@ -101,7 +101,9 @@ func (c *Coordinator) readiness() Readiness {
 	switch {
 	case g.Sealed():
 		r.Reason = ReasonNoLease
-	case r.NowMs >= r.CeilingMs:
+	case r.NowMs > r.CeilingMs:
+		// The generator issues up to and including its ceiling; so does
+		// the verdict.
 		r.Reason = ReasonCeiling
 	case r.NowMs < r.LastIssuedMs-r.MaxBehindMs:
 		r.Reason = ReasonClockBack

@@ -11,10 +11,16 @@ import (
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
-// offsetClock is the real clock plus an offset the test moves.
-type offsetClock struct{ offset atomic.Int64 }
+// offsetClock is the real clock plus an offset the test moves, or, while
+// pinned is set, that Unix ms.
+type offsetClock struct{ offset, pinned atomic.Int64 }
 
-func (c *offsetClock) UnixNano() int64       { return time.Now().UnixNano() + c.offset.Load() }
+func (c *offsetClock) UnixNano() int64 {
+	if ms := c.pinned.Load(); ms != 0 {
+		return ms * int64(time.Millisecond)
+	}
+	return time.Now().UnixNano() + c.offset.Load()
+}
 func (c *offsetClock) Sleep(d time.Duration) { snowflake.SystemClock{}.Sleep(d) }
 
 // TestReadiness: the verdict and its figures, as the worker formats them:
@@ -66,5 +72,28 @@ func TestReadiness(t *testing.T) {
 	}
 	if behind := r.LastIssuedMs - r.NowMs; behind < 2900 || behind > 3100 {
 		t.Fatalf("clock 3s back: %dms behind the last issued ID, want about 3000: %+v", behind, r)
+	}
+	clock.offset.Store(0)
+	// At its ceiling the generator still issues; the verdict agrees (it
+	// said not ready there, issue 19). A renewal may raise the ceiling
+	// between the two reads: try until the clock sits on it.
+	atCeiling := false
+	for i := 0; i < 50 && !atCeiling; i++ {
+		clock.pinned.Store(c.Generator().Ceiling())
+		r = c.Readiness()
+		if r.NowMs != r.CeilingMs || r.Reason == ReasonSkew {
+			continue // a renewal ran meanwhile, on the pinned clock
+		}
+		atCeiling = true
+		if !r.Ready() || !c.Ready() {
+			t.Fatalf("clock at the ceiling: %+v, want ready, as the generator is", r)
+		}
+		if _, err := c.Generator().NextN(1); err != nil {
+			t.Fatalf("generator at its ceiling: %v", err)
+		}
+	}
+	clock.pinned.Store(0)
+	if !atCeiling {
+		t.Fatal("never caught the clock at the ceiling")
 	}
 }

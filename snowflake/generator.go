@@ -192,7 +192,10 @@ func NewGenerator(cfg Config) (*Generator, error) {
 func (g *Generator) Slot() Slot { return g.slot }
 
 // Next returns a new ID.
-func (g *Generator) Next() (int64, error) { return g.reserve(1) }
+func (g *Generator) Next() (int64, error) {
+	id, _, err := g.reserve(1, true)
+	return id, err
+}
 
 // NextN reserves n (1..MaxBatch) IDs with consecutive sequence numbers in one
 // millisecond, with a single CAS, and returns the first: the IDs are first,
@@ -201,11 +204,25 @@ func (g *Generator) NextN(n int) (int64, error) {
 	if n < 1 || n > MaxBatch {
 		return 0, fmt.Errorf("next n: count %d is out of range 1..%d", n, MaxBatch)
 	}
-	return g.reserve(int64(n))
+	id, _, err := g.reserve(int64(n), true)
+	return id, err
 }
 
-// reserve is the single CAS loop behind Next and NextN.
-func (g *Generator) reserve(n int64) (int64, error) {
+// TryNextN is NextN for an event loop, which must not sleep: where NextN
+// would wait for a later millisecond (this one's sequence used up, or the
+// clock a few milliseconds behind), it reserves nothing and returns how
+// long to wait before trying again, so that the loop serves others
+// meanwhile. Otherwise it is NextN.
+func (g *Generator) TryNextN(n int) (first int64, retry time.Duration, err error) {
+	if n < 1 || n > MaxBatch {
+		return 0, 0, fmt.Errorf("next n: count %d is out of range 1..%d", n, MaxBatch)
+	}
+	return g.reserve(int64(n), false)
+}
+
+// reserve is the single CAS loop behind Next, NextN and TryNextN; without
+// wait it returns retry > 0 instead of sleeping.
+func (g *Generator) reserve(n int64, wait bool) (first int64, retry time.Duration, err error) {
 	slept := false
 	for {
 		old := g.state.Load()
@@ -213,12 +230,12 @@ func (g *Generator) reserve(n int64) (int64, error) {
 		seq := old & MaxSequence
 		if n == 1 && (seq+1)&freshEvery != 0 && old&(sealedBit|floorBit) == 0 && seq < MaxSequence && g.fresh.Load() == last {
 			if g.state.CompareAndSwap(old, old+n) {
-				return g.id(old + 1), nil
+				return g.id(old + 1), 0, nil
 			}
 			continue
 		}
 		if old&sealedBit != 0 {
-			return 0, ErrSealed
+			return 0, 0, ErrSealed
 		}
 		nowNs := g.clock.UnixNano() - Epoch*int64(time.Millisecond)
 		now := nowNs / int64(time.Millisecond)
@@ -226,7 +243,7 @@ func (g *Generator) reserve(n int64) (int64, error) {
 		switch {
 		case now > last:
 			if ceil := g.ceiling.Load(); now > ceil {
-				return 0, &CeilingError{NowMs: now + Epoch, CeilingMs: ceil + Epoch}
+				return 0, 0, &CeilingError{NowMs: now + Epoch, CeilingMs: ceil + Epoch}
 			}
 			next = now<<SequenceBits | (n - 1)
 		case now < last && g.maxLead >= 0:
@@ -235,7 +252,7 @@ func (g *Generator) reserve(n int64) (int64, error) {
 			// that is right never comes here.
 			var err error
 			if next, err = g.logicalNext(old, n, now, nowNs); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			if !g.state.CompareAndSwap(old, next) {
 				continue
@@ -244,14 +261,17 @@ func (g *Generator) reserve(n int64) (int64, error) {
 			if next>>SequenceBits != last && old&floorBit == 0 {
 				g.done.Add(uint64(seq + 1))
 			}
-			return g.id(next - (n - 1)), nil
+			return g.id(next - (n - 1)), 0, nil
 		case last-now > g.maxBack:
-			return 0, &RollbackError{Behind: time.Duration(last*int64(time.Millisecond) - nowNs)}
+			return 0, 0, &RollbackError{Behind: time.Duration(last*int64(time.Millisecond) - nowNs)}
 		case old&floorBit == 0 && seq+n <= MaxSequence:
 			next = old + n
 		default:
 			// This millisecond is used up (or is the floor): sleep, do not
 			// spin, until the clock reaches the next one.
+			if !wait {
+				return 0, max(time.Duration((last+1)*int64(time.Millisecond)-nowNs), 1), nil
+			}
 			g.waitUntil(last+1, nowNs)
 			slept = true
 			continue
@@ -260,7 +280,7 @@ func (g *Generator) reserve(n int64) (int64, error) {
 			continue
 		}
 		if next>>SequenceBits == last {
-			return g.id(old + 1), nil
+			return g.id(old + 1), 0, nil
 		}
 		if old&floorBit == 0 {
 			g.done.Add(uint64(seq + 1))
@@ -268,7 +288,7 @@ func (g *Generator) reserve(n int64) (int64, error) {
 		if slept {
 			g.fresh.Store(now)
 		}
-		return g.id(now << SequenceBits), nil
+		return g.id(now << SequenceBits), 0, nil
 	}
 }
 

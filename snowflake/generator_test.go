@@ -461,3 +461,29 @@ func TestSystemClockSleepsPrecisely(t *testing.T) {
 		t.Fatalf("slept %v, less than asked", d)
 	}
 }
+
+// TryNextN never sleeps: with the millisecond used up it reserves nothing
+// and says how long until the next one, after which it issues there.
+func TestTryNextNReturnsTheWait(t *testing.T) {
+	clk := newStepClock(t0)
+	clk.Step(300 * time.Microsecond)
+	g := newGen(t, func(c *Config) { c.Clock = clk })
+	first, retry, err := g.TryNextN(MaxBatch)
+	if err != nil || retry != 0 {
+		t.Fatalf("TryNextN in a fresh ms = %d, %v, %v", first, retry, err)
+	}
+	if _, retry, err = g.TryNextN(1); err != nil || retry != 700*time.Microsecond {
+		t.Fatalf("TryNextN with the ms used up: retry %v, %v; want 700µs", retry, err)
+	}
+	if clk.sleeps.Load() != 0 || g.Issued() != MaxBatch {
+		t.Fatalf("slept %d times, issued %d: TryNextN must neither sleep nor reserve", clk.sleeps.Load(), g.Issued())
+	}
+	clk.Step(retry)
+	next, retry, err := g.TryNextN(2)
+	if err != nil || retry != 0 || mustDecode(t, next).UnixMs != t0+1 || next <= first+MaxBatch-1 {
+		t.Fatalf("after the wait: %d (%+v), %v, %v", next, mustDecode(t, next), retry, err)
+	}
+	if _, _, err := g.TryNextN(0); err == nil {
+		t.Fatal("TryNextN(0) accepted")
+	}
+}

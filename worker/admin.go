@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -11,12 +12,21 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator"
 )
 
+// A scrape gathers every metric: a few at once are plenty, more are
+// answered 503, and one that takes longer than metricsTimeout too.
+const (
+	metricsInFlight = 4
+	metricsTimeout  = 10 * time.Second
+)
+
 // Handler serves the admin endpoints: /metrics from g, /healthz (the
 // process is up), /readyz (200 only while the lease is ready and the server
 // is not draining: what a load balancer should route on), /status (JSON).
 func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		MaxRequestsInFlight: metricsInFlight, Timeout: metricsTimeout,
+	}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")

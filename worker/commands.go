@@ -98,6 +98,9 @@ const (
 	resNoLease
 	resClockBack
 	numResults
+	// resWait is no result: the request waits for the generator's next
+	// millisecond and runs again (conn.noWait); it is not counted.
+	resWait = numResults + 1
 )
 
 func (r result) String() string {

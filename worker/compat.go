@@ -47,6 +47,10 @@ func (c *conn) hello(args [][]byte) result {
 			case equalFold(args[i], "auth") && i+2 < len(args):
 				i += 2 // no passwords: any credentials are accepted, as Redis does without one
 			case equalFold(args[i], "setname") && i+1 < len(args):
+				if !validName(args[i+1]) {
+					c.wbuf = resp.AppendError(c.wbuf, badName)
+					return resError
+				}
 				c.name = string(args[i+1])
 				i++
 			default:
@@ -118,16 +122,30 @@ func (c *conn) commandInfo(cmd *command) {
 	}
 }
 
+// badName is Redis's error for a client name validName refuses.
+const badName = "ERR Client names cannot contain spaces, newlines or special characters."
+
+// validName is Redis's rule for a client name, whether CLIENT SETNAME or
+// HELLO ... SETNAME sets it: printable ASCII, no spaces. A name is shown in
+// CLIENT LIST and CLIENT INFO, one line per client, which a newline in it
+// would forge.
+func validName(name []byte) bool {
+	for _, b := range name {
+		if b <= ' ' || b > '~' {
+			return false
+		}
+	}
+	return true
+}
+
 func (c *conn) client(args [][]byte) result {
 	args = args[1:]
 	sub := args[0]
 	switch {
 	case equalFold(sub, "setname") && len(args) == 2:
-		for _, b := range args[1] {
-			if b <= ' ' || b > '~' {
-				c.wbuf = resp.AppendError(c.wbuf, "ERR Client names cannot contain spaces, newlines or special characters.")
-				return resError
-			}
+		if !validName(args[1]) {
+			c.wbuf = resp.AppendError(c.wbuf, badName)
+			return resError
 		}
 		c.name = string(args[1])
 		c.wbuf = resp.AppendSimple(c.wbuf, "OK")

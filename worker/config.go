@@ -35,6 +35,10 @@ type Config struct {
 	// portable way, instead of from the epoll loop (Linux only; see
 	// loop_linux.go), which answers with a lower tail latency on few cores.
 	NoEventLoop bool
+	// HTTPMaxConns caps the admin HTTP server's open connections
+	// (AdminListener): past it, new ones wait in the kernel's backlog
+	// until one closes.
+	HTTPMaxConns int
 	// CloseOnNoLease closes a connection right after it answers -NOLEASE or
 	// -CLOCKBACK (no lease, ceiling passed, clock behind, draining), so that
 	// a generic client pooled behind an L4 balancer reconnects to a worker
@@ -44,7 +48,8 @@ type Config struct {
 }
 
 // DefaultConfig listens on :7609 with up to 10,000 connections, a 5-minute
-// idle timeout, 10 s to finish a started request or a write, and 5 s to drain.
+// idle timeout, 10 s to finish a started request or a write, and 5 s to
+// drain; the admin HTTP server takes up to 256 connections.
 func DefaultConfig() Config {
 	return Config{
 		Listen:         ":7609",
@@ -53,6 +58,7 @@ func DefaultConfig() Config {
 		ReadTimeout:    10 * time.Second,
 		WriteTimeout:   10 * time.Second,
 		DrainTimeout:   5 * time.Second,
+		HTTPMaxConns:   256,
 		CloseOnNoLease: true,
 	}
 }
@@ -77,6 +83,9 @@ func (c Config) Validate() error {
 	}
 	if c.DrainTimeout <= 0 {
 		return bad("DrainTimeout", c.DrainTimeout, "must be positive")
+	}
+	if c.HTTPMaxConns < 1 || c.HTTPMaxConns > 100_000 {
+		return bad("HTTPMaxConns", c.HTTPMaxConns, "is out of range 1..100000")
 	}
 	return nil
 }

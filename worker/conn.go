@@ -28,8 +28,8 @@ const (
 )
 
 // conn is one client connection as a protocol state machine: its transport
-// reads into rbuf[w:] and reports it (received); execBuffered executes the
-// complete requests, appending replies to wbuf; prepareRead makes room for
+// reads into rbuf[w:] and reports it (received); execSlice executes a
+// slice of the complete requests, appending replies to wbuf; prepareRead makes room for
 // the next read and says until when it may take (readDeadline). conn does
 // no I/O itself: the transport writes wbuf (flush) and applies the
 // timeouts, either a goroutine per connection (serve.go) or the Linux epoll
@@ -61,8 +61,17 @@ type conn struct {
 	mark time.Time
 	// pending counts, by cmdKind, the requests whose replies wait in wbuf.
 	pending []uint32
-	// ready caches the lease's Ready for the requests of one read.
+	// ready caches the lease's Ready for the requests of one slice.
 	ready bool
+	// noWait: take IDs with TryNextN, and when the generator must wait for
+	// its next millisecond, stop the slice (sliceWait) with the wait in
+	// retry instead of sleeping; the epoll loop sets it, which serves
+	// other connections meanwhile.
+	noWait bool
+	retry  time.Duration
+	// waitBig: the waiting request wants more than half a millisecond's
+	// IDs (see loop.unpark).
+	waitBig bool
 	// strIDs is the connection's IDFORMAT: IDs as decimal bulk strings
 	// instead of RESP integers.
 	strIDs bool
@@ -100,45 +109,78 @@ func (c *conn) flush() bool { return c.t.flush() }
 func (c *conn) received(n int, now time.Time) {
 	c.w += n
 	c.mark = now
-	c.ready = false
 }
 
-// execBuffered executes the complete requests in rbuf in order, flushing
-// whenever wbuf fills, until none is left or a write stalled. It returns
-// false when the connection must close: after QUIT, a broken write, a
-// protocol error or a refusal (CloseOnNoLease), the last two with linger
-// set, so that the transport lingers its own way and the error reaches a
-// client that pipelined more requests.
-func (c *conn) execBuffered() (ok, linger bool) {
-	for !c.stalled && c.r < c.w {
+// sliceReqs is how many requests a connection runs before the others get
+// their turn (a slice also ends once flushAt of replies are buffered): a
+// client that pipelines thousands of requests, or NEXTIDS 4096 by the
+// hundred, costs everyone else at most one slice a round, not its whole
+// backlog (issue 19). A pipeline of 16, the common deep one, is one slice.
+const sliceReqs = 16
+
+// sliceEnd is how a slice of requests ended, and what the transport does
+// next.
+type sliceEnd uint8
+
+const (
+	// sliceIdle: no complete request is left (or a write stalled): wait
+	// for the socket.
+	sliceIdle sliceEnd = iota
+	// sliceMore: the slice is used up and complete requests are left: run
+	// another slice after the other connections had theirs.
+	sliceMore
+	// sliceWait: an ID request waits for the generator's next millisecond
+	// (retry); it runs again then (transports that set noWait only).
+	sliceWait
+	// sliceClose: close once the replies are written (QUIT).
+	sliceClose
+	// sliceLinger: a protocol error or a refusal (CloseOnNoLease): write
+	// the reply, then linger so that it reaches a client that sent more.
+	sliceLinger
+)
+
+// execSlice executes the complete requests in rbuf in order, at most
+// sliceReqs of them or until flushAt of replies are buffered, a write
+// stalled, or an ID request must wait. It does no I/O: the transport
+// writes the replies after each slice. Readiness is re-checked once a
+// slice, so "not ready" means no IDs within a slice, however deep the
+// pipeline and however slowly its replies are read.
+func (c *conn) execSlice() sliceEnd {
+	c.ready = false
+	for i := 0; !c.stalled && c.r < c.w; i++ {
+		if i == sliceReqs || len(c.wbuf) >= flushAt {
+			return sliceMore
+		}
 		frame := c.rbuf[c.r:c.w]
 		n, err := c.p.parse(frame)
 		if err != nil {
 			c.protocolError(err)
-			return false, true
+			return sliceLinger
 		}
 		if n == 0 {
 			break
 		}
 		c.argv = c.p.args(frame, c.argv)
 		c.p.reset()
-		c.r += n
 		c.partial = false
 		if len(c.argv) == 0 {
+			c.r += n
 			continue
 		}
+		c.retry = 0
 		if !c.exec(c.argv) {
-			if c.refused {
-				return false, true
+			if c.retry > 0 {
+				return sliceWait // rbuf[r:] still holds the request
 			}
-			c.flush()
-			return false, false
+			c.r += n
+			if c.refused {
+				return sliceLinger
+			}
+			return sliceClose
 		}
-		if len(c.wbuf) >= flushAt && !c.flush() {
-			return false, false
-		}
+		c.r += n
 	}
-	return true, false
+	return sliceIdle
 }
 
 // protocolError counts a malformed request and answers it; the connection
@@ -151,8 +193,11 @@ func (c *conn) protocolError(err error) {
 
 // prepareRead makes room in rbuf for the next read: it moves a partial
 // request to the front of the buffer, or grows the buffer when the request
-// fills all of it; an empty oversized buffer shrinks. A request just
-// started gets its deadline. False: the request cannot fit (answered).
+// fills all of it; an oversized buffer shrinks back once what is left in
+// it fits a small one, so a client that keeps a partial request at the end
+// of every read does not keep a large buffer. A request just started gets
+// its deadline. False: the request cannot fit; the protocol error is in
+// wbuf, for the transport to write before it lingers.
 func (c *conn) prepareRead() bool {
 	if !c.makeRoom() {
 		return false
@@ -172,6 +217,12 @@ func (c *conn) makeRoom() bool {
 		}
 		return true
 	}
+	if len(c.rbuf) > readBufSize && c.w-c.r <= readBufSize/2 {
+		nb := make([]byte, readBufSize)
+		c.w = copy(nb, c.rbuf[c.r:c.w])
+		c.r, c.rbuf = 0, nb
+		return true
+	}
 	if c.w < len(c.rbuf) {
 		return true
 	}
@@ -185,7 +236,6 @@ func (c *conn) makeRoom() bool {
 		// The parser refuses any request larger than MaxFrame before it
 		// fills the buffer; this is a second line.
 		c.protocolError(errBigFrame)
-		c.flush()
 		return false
 	}
 	nb := make([]byte, min(2*len(c.rbuf), MaxFrame))

@@ -11,8 +11,9 @@
 // of its own: a hand-written parser works in place on the read buffer (no
 // copy, no allocation per request, hard limits on every length before
 // anything is allocated), and replies are appended to a write buffer that
-// is flushed only when the read buffer holds no further complete request,
-// so a pipeline of N requests costs one read and one write. Commands are
+// is flushed after each slice of at most 16 requests, so a pipeline of 16
+// costs one read and one write, and no connection's backlog holds up the
+// others for more than a slice. Commands are
 // rows of one table (commands.go); the RESP encoding is package resp.
 //
 // Two transports drive the state machine: on Linux, GOMAXPROCS epoll loops,

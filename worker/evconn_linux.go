@@ -28,6 +28,25 @@ type evConn struct {
 	lingering   bool
 	lingered    int
 	lingerUntil time.Time
+	// queued: in the loop's run queue, with complete requests left after
+	// its slice; parkedUntil (non-zero): its ID request waits for the
+	// generator until then. Either way it is busy: not read from until
+	// its backlog is done.
+	queued      bool
+	parkedUntil time.Time
+	// small: parked for a small request, counted in Server.smallWaiting;
+	// deferred: how often in a row a big one gave way to small ones.
+	small    bool
+	deferred int
+	// drained: it took its last read in a drain.
+	drained bool
+}
+
+// busy: the connection has work of its own (a backlog, a parked request,
+// a write the socket has not taken yet, a linger) and finishes it before
+// it looks at a drain.
+func (e *evConn) busy() bool {
+	return e.queued || !e.parkedUntil.IsZero() || e.c.stalled || e.lingering
 }
 
 // onReadable is the loop's handler for a readable socket: one read, then
@@ -65,25 +84,65 @@ func (e *evConn) onWritable() bool {
 	return e.step()
 }
 
-// step is goConn.serve's inner loop under the epoll loop: execute every
-// complete request in rbuf, unless the socket is full, and make room for
-// the next read; ReadTimeout and IdleTimeout are the loop's sweep's.
-// False: finish the connection once its replies are written.
+// step is goConn.serve's inner loop under the epoll loop: one slice of
+// the complete requests in rbuf, its replies written (or left to
+// EPOLLOUT), and then, if requests are left, a place in the run queue, or
+// in the parked list while an ID request waits for the generator; if none
+// is left, room for the next read. ReadTimeout and IdleTimeout are the
+// loop's sweep's. False: finish the connection once its replies are
+// written.
 func (e *evConn) step() bool {
 	c := e.c
-	ok, protoErr := c.execBuffered()
-	if protoErr {
+	end := c.execSlice()
+	switch end {
+	case sliceLinger:
 		e.lingerNext = e.flush()
 		c.r = c.w
 		return false
-	}
-	if !ok || !e.flush() {
+	case sliceClose:
+		e.flush()
 		return false
 	}
-	if c.stalled {
+	if !e.flush() {
+		return false
+	}
+	switch {
+	case c.stalled:
+		// onWritable steps again once the socket took the replies.
+	case end == sliceMore:
+		e.l.queue(e)
+	case end == sliceWait:
+		e.l.park(e, c.retry)
+	default:
+		return e.idle()
+	}
+	return true
+}
+
+// idle is a connection with no complete request left: it makes room for
+// the next read. In a drain it reads once more instead, without waiting,
+// to answer what the kernel has received already, then closes, lingering
+// if that read brought anything. False: finish the connection.
+func (e *evConn) idle() bool {
+	c := e.c
+	if !c.prepareRead() {
+		e.lingerNext = e.flush() // the request could not fit: answered
+		return false
+	}
+	if !c.s.draining.Load() {
 		return true
 	}
-	return !c.s.draining.Load() && c.prepareRead()
+	if e.drained {
+		return false
+	}
+	e.drained = true
+	n, _ := readInto(e.fd, c.rbuf[c.w:])
+	if n == 0 {
+		return false
+	}
+	e.lingerNext = true
+	c.received(n, time.Now())
+	return e.step()
 }
 
 // flush writes wbuf without blocking; when the socket is full it leaves

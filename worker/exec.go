@@ -8,7 +8,9 @@ import (
 )
 
 // exec runs one request and appends its reply. It returns false when the
-// connection must close after the reply (QUIT).
+// connection must close after the reply (QUIT, a refusal with
+// CloseOnNoLease), or when the request must wait for the generator
+// (c.retry set, nothing appended, nothing counted).
 func (c *conn) exec(args [][]byte) bool {
 	k := c.s.cmds.lookup(args[0])
 	cmd := &c.s.cmds[k]
@@ -22,6 +24,9 @@ func (c *conn) exec(args [][]byte) bool {
 		res = resError
 	default:
 		res = cmd.run(c, args)
+		if res == resWait {
+			return false
+		}
 	}
 	c.s.m.requests[k][res].Inc()
 	// Its latency is observed when its reply is written (flush): reading
@@ -105,9 +110,10 @@ func (c *conn) idFormatCmd(args [][]byte) result {
 func (c *conn) issue(n int, array, str bool) result {
 	l := c.s.lease
 	g := l.Generator()
-	// Ready is checked once per read, not per request: the generator itself
-	// refuses, per ID, past the ceiling, with the clock behind, or sealed;
-	// what only Ready knows (the skew) changes on the scale of renewals.
+	// Ready is checked once per slice (execSlice), not per request: the
+	// generator itself refuses, per ID, past the ceiling, with the clock
+	// behind, or sealed; what only Ready knows (the skew) changes on the
+	// scale of renewals.
 	if !c.ready || g == nil {
 		if !l.Ready() || g == nil {
 			// The verdict, again, with what explains it; it may have
@@ -121,7 +127,17 @@ func (c *conn) issue(n int, array, str bool) result {
 		}
 		c.ready = true
 	}
-	first, err := g.NextN(n)
+	var first int64
+	var err error
+	if c.noWait {
+		first, c.retry, err = g.TryNextN(n)
+		if c.retry > 0 {
+			c.waitBig = n > snowflake.MaxBatch/2
+			return resWait
+		}
+	} else {
+		first, err = g.NextN(n)
+	}
 	if err != nil {
 		return c.idError(err)
 	}

@@ -32,15 +32,26 @@ type loop struct {
 
 	wakeR, wakeW int // a pipe: the accept goroutine and Shutdown wake the loop
 
-	// mu guards incoming, and orders kill against adopt: a connection is
-	// either refused by a killed loop or seen by it.
+	// mu guards incoming and exited, and orders kill against adopt: a
+	// connection is either refused by a killed loop or seen by it.
 	mu       sync.Mutex
 	incoming []*evConn // handed over by adopt
 	killed   atomic.Bool
+	// exited: run returned and closed the wake pipe; wake writes nothing
+	// then, since the fd numbers may already be another socket's.
+	exited bool
 
 	conns  []*evConn // by fd
 	n      int       // connections in conns
 	events [128]syscall.EpollEvent
+	// runq holds the connections with complete requests left after their
+	// slice, in turn (spare is the other buffer); parked, those whose ID
+	// request waits for the generator's next millisecond, until parkedUntil.
+	runq, spare []*evConn
+	parked      []*evConn
+	// noPwait2: epoll_pwait2 is missing (Linux before 5.11); a parked wait
+	// then rounds up to whole milliseconds.
+	noPwait2 bool
 	// now is read once per round of events: the time of every read in it
 	// (conn.mark) and of the sweep check, one clock read, not one a socket.
 	now   time.Time
@@ -105,7 +116,7 @@ func (l *loop) adopt(c *conn, nc net.Conn) bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.killed.Load() {
+	if l.killed.Load() || l.exited {
 		return false // a killed loop takes no more (see run)
 	}
 	rc, err := tc.SyscallConn()
@@ -124,14 +135,26 @@ func (l *loop) adopt(c *conn, nc net.Conn) bool {
 	nc.Close()
 	e := &evConn{c: c, l: l, fd: fd}
 	c.t = e
+	c.noWait = true
 	c.mark = time.Now()
 	l.incoming = append(l.incoming, e)
-	l.wake()
+	l.wakeLocked()
 	return true
 }
 
 // wake makes the loop look at incoming connections and the server's state.
 func (l *loop) wake() {
+	l.mu.Lock()
+	l.wakeLocked()
+	l.mu.Unlock()
+}
+
+// wakeLocked is wake with l.mu held. A loop that has exited is not woken:
+// its pipe is closed, and its fd numbers may be another socket's by now.
+func (l *loop) wakeLocked() {
+	if l.exited {
+		return
+	}
 	b := [1]byte{1}
 	_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(l.wakeW), uintptr(unsafe.Pointer(&b[0])), 1)
 }
@@ -140,14 +163,17 @@ func (l *loop) wake() {
 func (l *loop) kill() {
 	l.mu.Lock()
 	l.killed.Store(true)
+	l.wakeLocked()
 	l.mu.Unlock()
-	l.wake()
 }
 
 // run is the loop; it returns once the server drains or is killed and no
 // connection is left.
 func (l *loop) run() {
 	defer func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.exited = true
 		l.ep.Close()
 		syscall.Close(l.wakeR)
 		syscall.Close(l.wakeW)
@@ -174,15 +200,30 @@ func (l *loop) run() {
 	}
 }
 
-// poll is the RawConn callback: false parks the loop in the netpoller until
-// the epoll set has something ready.
+// poll is the RawConn callback: one round. It takes the ready sockets
+// (without waiting while connections are queued; until the first parked
+// one is due while some are parked), gives each a read and a slice, then
+// gives every connection queued before this round one more slice. False
+// parks the loop in the netpoller until the epoll set has something ready:
+// only when no connection has work left.
 func (l *loop) poll(fd uintptr) bool {
-	n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, uintptr(unsafe.Pointer(&l.events[0])),
-		uintptr(len(l.events)), 0, 0, 0)
-	if errno != 0 || n == 0 {
-		return errno != 0 && errno != syscall.EINTR
+	var wait time.Duration
+	if len(l.runq) == 0 && len(l.parked) > 0 {
+		wait = max(time.Until(l.firstDue()), 0)
+	}
+	n, errno := l.epollWait(fd, wait)
+	if errno != 0 {
+		if errno != syscall.EINTR {
+			return true
+		}
+		n = 0
+	}
+	if n == 0 && len(l.runq) == 0 && len(l.parked) == 0 {
+		return false
 	}
 	l.now = time.Now()
+	q := l.runq
+	l.runq = l.spare[:0]
 	for i := range l.events[:n] {
 		ev := &l.events[i]
 		if int(ev.Fd) == l.wakeR {
@@ -190,8 +231,8 @@ func (l *loop) poll(fd uintptr) bool {
 			continue
 		}
 		e := l.conns[ev.Fd]
-		if e == nil {
-			continue
+		if e == nil || e.queued || !e.parkedUntil.IsZero() {
+			continue // its backlog first; it is not read meanwhile
 		}
 		var ok bool
 		if e.c.stalled {
@@ -203,7 +244,124 @@ func (l *loop) poll(fd uintptr) bool {
 			l.finish(e)
 		}
 	}
+	l.unpark()
+	for i, e := range q {
+		q[i] = nil
+		e.queued = false
+		if e.fd < 0 || l.conns[e.fd] != e {
+			continue // closed meanwhile
+		}
+		if !e.step() {
+			l.finish(e)
+		}
+	}
+	l.spare = q[:0]
 	return true
+}
+
+// epollWait is epoll_pwait without a timeout, or, when wait > 0,
+// epoll_pwait2 with a timeout of wait, in nanoseconds: a parked request is
+// due at the start of a millisecond and epoll_pwait counts in whole ones.
+// A timed wait is an ordinary syscall, not a raw one: the runtime may hand
+// this loop's P to other goroutines meanwhile (two loops waiting in raw
+// syscalls would hold both Ps of a 2-core machine for up to a millisecond
+// at a time). The netpoller's own timers count in whole milliseconds,
+// too coarse for a request due at the next one.
+func (l *loop) epollWait(fd uintptr, wait time.Duration) (int, syscall.Errno) {
+	evs, nev := uintptr(unsafe.Pointer(&l.events[0])), uintptr(len(l.events))
+	if wait > 0 && !l.noPwait2 {
+		ts := syscall.NsecToTimespec(int64(wait))
+		n, _, errno := syscall.Syscall6(sysEpollPwait2, fd, evs, nev, uintptr(unsafe.Pointer(&ts)), 0, 0)
+		if errno != syscall.ENOSYS {
+			return int(n), errno
+		}
+		l.noPwait2 = true
+	}
+	if wait == 0 {
+		n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, fd, evs, nev, 0, 0, 0)
+		return int(n), errno
+	}
+	ms := uintptr((wait + time.Millisecond - 1) / time.Millisecond)
+	n, _, errno := syscall.Syscall6(syscall.SYS_EPOLL_PWAIT, fd, evs, nev, ms, 0, 0)
+	return int(n), errno
+}
+
+// firstDue is when the first parked connection may try again.
+func (l *loop) firstDue() time.Time {
+	t := l.parked[0].parkedUntil
+	for _, e := range l.parked[1:] {
+		if e.parkedUntil.Before(t) {
+			t = e.parkedUntil
+		}
+	}
+	return t
+}
+
+// park takes e off the loop until d has passed: its ID request waits for
+// the generator's next millisecond, and the loop serves the others
+// meanwhile instead of sleeping.
+func (l *loop) park(e *evConn, d time.Duration) {
+	e.parkedUntil = l.now.Add(d)
+	if e.small = !e.c.waitBig; e.small {
+		l.s.smallWaiting.Add(1)
+	}
+	l.parked = append(l.parked, e)
+}
+
+// maxDefer bounds how many times in a row a big request gives way to
+// small ones (a millisecond or so each time), so a batching client is
+// slowed under contention, never starved.
+const maxDefer = 8
+
+// unpark queues the parked connections that are due, for this round, the
+// small requests first. A big request (more than half a millisecond's
+// IDs, NEXTIDS 4096 takes a whole one) that finds small ones waiting, on
+// any loop, waits a little longer: it would take the fresh millisecond
+// they all wait for, and a client that pipelines NEXTIDS 4096 by the
+// hundred would hold everyone else's NEXTID for as many milliseconds as
+// there are such clients.
+func (l *loop) unpark() {
+	kept := l.parked[:0]
+	for _, e := range l.parked {
+		switch {
+		case e.fd < 0:
+		case l.now.Before(e.parkedUntil) || !e.small:
+			kept = append(kept, e)
+		default:
+			e.parkedUntil, e.small = time.Time{}, false
+			l.s.smallWaiting.Add(-1)
+			l.queue(e)
+		}
+	}
+	clear(l.parked[len(kept):])
+	l.parked = kept
+	kept = l.parked[:0]
+	for _, e := range l.parked {
+		switch {
+		case e.small || l.now.Before(e.parkedUntil):
+			kept = append(kept, e)
+		case e.deferred < maxDefer && l.s.smallWaiting.Load() > 0:
+			e.deferred++
+			e.parkedUntil = l.now.Add(bigDefer)
+			kept = append(kept, e)
+		default:
+			e.parkedUntil, e.deferred = time.Time{}, 0
+			l.queue(e)
+		}
+	}
+	clear(l.parked[len(kept):])
+	l.parked = kept
+}
+
+// bigDefer is how long a big request gives way before it looks again.
+const bigDefer = 100 * time.Microsecond
+
+// queue gives e another slice in the next round.
+func (l *loop) queue(e *evConn) {
+	if !e.queued {
+		e.queued = true
+		l.runq = append(l.runq, e)
+	}
 }
 
 // woken empties the wake pipe, registers incoming connections and applies a
@@ -237,8 +395,16 @@ func (l *loop) woken() {
 		return // an accept: no need to walk every connection
 	}
 	for _, e := range l.conns {
-		if e != nil && (killed || !e.c.stalled && !e.lingering) {
+		switch {
+		case e == nil:
+		case killed:
 			l.close(e)
+		case !e.busy():
+			// Idle: its last read (evConn.idle) takes what the kernel
+			// has received, to be answered before it closes.
+			if !e.idle() {
+				l.finish(e)
+			}
 		}
 	}
 }
@@ -250,7 +416,7 @@ func (l *loop) finish(e *evConn) {
 		e.closing = true
 		return
 	}
-	if e.lingerNext && !e.lingering && syscall.Shutdown(e.fd, syscall.SHUT_WR) == nil {
+	if e.lingerNext && !e.lingering && !l.killed.Load() && syscall.Shutdown(e.fd, syscall.SHUT_WR) == nil {
 		e.lingering, e.lingerUntil = true, time.Now().Add(lingerTime)
 		return
 	}
@@ -258,6 +424,10 @@ func (l *loop) finish(e *evConn) {
 }
 
 func (l *loop) close(e *evConn) {
+	if e.small {
+		e.small = false
+		l.s.smallWaiting.Add(-1)
+	}
 	fd := e.fd
 	if fd < len(l.conns) && l.conns[fd] == e {
 		l.conns[fd] = nil
@@ -284,14 +454,22 @@ func (l *loop) sweep() {
 				e.c.timedOut(timeoutWrite)
 				l.close(e)
 			}
+		case e.queued || !e.parkedUntil.IsZero():
+			// Busy with its backlog, not idle.
 		default:
 			d, kind := e.c.readDeadline()
 			if d.IsZero() || !now.After(d) {
 				continue
 			}
-			if kind == timeoutIdle || !draining {
+			if kind == timeoutRead && !draining {
+				// The reply says why; lingering gets it to the client.
 				e.c.timedOut(kind)
-				e.flush() // the read timeout's reply, if the socket takes it
+				e.lingerNext = e.flush()
+				l.finish(e)
+				continue
+			}
+			if kind == timeoutIdle {
+				e.c.timedOut(kind)
 			}
 			l.close(e)
 		}

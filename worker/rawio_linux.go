@@ -5,6 +5,10 @@ import (
 	"unsafe"
 )
 
+// sysEpollPwait2 is epoll_pwait2's number (Linux 5.11), the same on every
+// architecture; package syscall predates it.
+const sysEpollPwait2 = 441
+
 // writeFrom writes p[*off:] to the non-blocking socket fd with raw write(2)
 // calls, advancing *off. It returns 0 once all is written, EAGAIN when the
 // socket is full, or the error that broke it.

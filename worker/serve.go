@@ -17,9 +17,9 @@ type goConn struct {
 	raw *rawWriter
 	// rdeadline is the read deadline in force (zero: none).
 	rdeadline time.Time
-	// wdeadline is the write deadline in force; it is pushed forward once
-	// less than half of WriteTimeout is left, not on every write.
-	wdeadline time.Time
+	// drained: the connection took its last read in a drain;
+	// drainedSome: that read brought requests (so it lingers after).
+	drained, drainedSome bool
 }
 
 func newGoConn(c *conn, nc net.Conn) *goConn {
@@ -28,32 +28,44 @@ func newGoConn(c *conn, nc net.Conn) *goConn {
 	return g
 }
 
-// serve reads requests, executes every complete one in the buffer, and
-// writes the replies in one write before it blocks for more input.
+// serve reads requests, executes them a slice at a time, and writes the
+// replies of each slice in one write before it blocks for more input.
 func (g *goConn) serve() {
 	c := g.c
 	for {
-		ok, protoErr := c.execBuffered()
-		if protoErr {
-			if g.flush() {
-				g.linger()
+		switch c.execSlice() {
+		case sliceLinger:
+			g.lingerClose()
+			return
+		case sliceClose:
+			g.flush()
+			return
+		case sliceMore:
+			// Other goroutines are the scheduler's business; a kill is
+			// this one's.
+			if !g.flush() || c.s.killed.Load() {
+				return
 			}
+			continue
+		}
+		if !g.flush() {
 			return
 		}
-		if !ok {
+		if !c.prepareRead() {
+			g.lingerClose()
 			return
 		}
-		if len(c.wbuf) > 0 && !g.flush() {
-			return
-		}
-		if !c.prepareRead() || !g.setReadDeadline() {
+		if !g.setReadDeadline() {
 			return
 		}
 		// Checked after the deadline is set: Shutdown sets the flag, then
 		// moves every deadline to now, so either this sees the flag or the
 		// read below returns at once.
 		if c.s.draining.Load() {
-			return
+			if !g.drainRead() {
+				return
+			}
+			continue
 		}
 		n, err := g.nc.Read(c.rbuf[c.w:])
 		c.received(n, time.Now())
@@ -62,6 +74,39 @@ func (g *goConn) serve() {
 			return
 		}
 	}
+}
+
+// drainRead is the last read of a draining connection: what the kernel has
+// already received is answered (the loop above runs it), then the
+// connection lingers and closes; nothing received: it closes at once.
+func (g *goConn) drainRead() bool {
+	if g.drained {
+		if g.drainedSome {
+			g.linger()
+		}
+		return false
+	}
+	g.drained = true
+	n := g.readNow(g.c.rbuf[g.c.w:])
+	if n == 0 {
+		return false
+	}
+	g.drainedSome = true
+	g.c.received(n, time.Now())
+	return true
+}
+
+// readNow reads what the socket holds without waiting for more (0: none).
+func (g *goConn) readNow(p []byte) int {
+	if g.raw != nil {
+		return g.raw.readNow(p)
+	}
+	// Elsewhere: a read with a deadline just ahead takes what is there.
+	if g.nc.SetReadDeadline(time.Now().Add(time.Millisecond)) != nil {
+		return 0
+	}
+	n, _ := g.nc.Read(p)
+	return n
 }
 
 // setReadDeadline arms the deadline of the next read (conn.readDeadline).
@@ -90,31 +135,28 @@ func (g *goConn) readError(err error) {
 	}
 	if c.partial {
 		c.timedOut(timeoutRead)
-		g.flush()
+		g.lingerClose()
 		return
 	}
 	c.timedOut(timeoutIdle)
 }
 
 // flush writes the buffered replies. It reports false when the connection
-// is broken or the client stopped reading for WriteTimeout.
+// is broken or a write of replies was not taken within WriteTimeout of the
+// moment the socket filled (as under the epoll loop, evConn.flush): a
+// client that stops reading is dropped, a slow one is not.
 func (g *goConn) flush() bool {
 	c := g.c
 	if len(c.wbuf) == 0 {
 		return true
 	}
-	now := time.Now()
-	c.observe(now)
-	if g.wdeadline.Sub(now) < c.s.cfg.WriteTimeout/2 {
-		g.wdeadline = now.Add(c.s.cfg.WriteTimeout)
-		if err := g.nc.SetWriteDeadline(g.wdeadline); err != nil {
-			return false
-		}
-	}
+	c.observe(time.Now())
 	var err error
 	if g.raw != nil {
-		err = g.raw.write(c.wbuf)
-	} else {
+		err = g.raw.write(c.wbuf, c.s.cfg.WriteTimeout)
+	} else if err = g.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err == nil {
+		// Without raw writes a whole write is under the deadline: it may
+		// not block, so it starts just now.
 		_, err = g.nc.Write(c.wbuf)
 	}
 	c.emptyWbuf()
@@ -125,6 +167,14 @@ func (g *goConn) flush() bool {
 		return false
 	}
 	return true
+}
+
+// lingerClose writes the reply that explains a close (a protocol error, a
+// read timeout, a refusal) and lingers, so that the client reads it.
+func (g *goConn) lingerClose() {
+	if g.flush() {
+		g.linger()
+	}
 }
 
 // linger half-closes the connection and reads what the client still sends

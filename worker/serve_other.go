@@ -5,6 +5,7 @@ package worker
 import (
 	"errors"
 	"net"
+	"time"
 )
 
 // rawWriter is Linux's (serve_linux.go); elsewhere replies go through
@@ -13,4 +14,5 @@ type rawWriter struct{}
 
 func newRawWriter(net.Conn) *rawWriter { return nil }
 
-func (*rawWriter) write([]byte) error { return errors.ErrUnsupported }
+func (*rawWriter) write([]byte, time.Duration) error { return errors.ErrUnsupported }
+func (*rawWriter) readNow([]byte) int                { return 0 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"runtime"
 	"sync"
@@ -31,6 +32,15 @@ type Server struct {
 	accepted atomic.Int64 // connections accepted, also the next connection id
 	draining atomic.Bool
 	leaving  atomic.Bool // BeginShutdown: not ready, still serving
+	// killed: the drain timed out (or the listener broke) and every
+	// connection is being closed, replies written or not.
+	killed atomic.Bool
+	// smallWaiting counts the connections parked, on any loop, for an ID
+	// request of at most half a millisecond's IDs (see loop.unpark).
+	smallWaiting atomic.Int64
+	// rejecting bounds the connections refused at MaxConns that linger at
+	// once (see reject).
+	rejecting chan struct{}
 
 	// loops serve the TCP connections, one per P, each a share of them
 	// (Linux, unless Config.NoEventLoop); none: a goroutine per connection.
@@ -70,6 +80,7 @@ func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (
 		cfg: cfg, lease: lease, log: log, m: m, cmds: cmds,
 		started: time.Now(), conns: map[*conn]struct{}{},
 		shutdown: make(chan struct{}), done: make(chan struct{}),
+		rejecting: make(chan struct{}, maxRejectLingers),
 	}, nil
 }
 
@@ -172,13 +183,38 @@ func isTemporary(err error) bool {
 	return errors.As(err, &t) && t.Temporary()
 }
 
+// maxRejectLingers is how many refused connections may linger at once;
+// past it, a refused connection is closed at once, so a flood of them
+// costs no more than that many file descriptors for lingerTime.
+const maxRejectLingers = 64
+
 // reject answers one connection past MaxConns, as Redis does, and closes
-// it; the accept loop never waits on it for long.
+// it, lingering (in a goroutine of its own) so that a client that already
+// sent a request reads the error instead of a reset; the accept loop never
+// waits on it for long.
 func (s *Server) reject(nc net.Conn) {
 	s.m.rejected.Inc()
 	_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	_, _ = nc.Write([]byte("-ERR max number of clients reached\r\n"))
-	nc.Close()
+	_, err := nc.Write([]byte("-ERR max number of clients reached\r\n"))
+	tc, ok := nc.(*net.TCPConn)
+	if err != nil || !ok {
+		nc.Close()
+		return
+	}
+	select {
+	case s.rejecting <- struct{}{}:
+	default:
+		nc.Close()
+		return
+	}
+	go func() {
+		defer func() { <-s.rejecting }()
+		defer nc.Close()
+		if tc.CloseWrite() != nil || nc.SetReadDeadline(time.Now().Add(lingerTime)) != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(nc, lingerBytes))
+	}()
 }
 
 func (s *Server) serveConn(g *goConn) {
@@ -245,16 +281,28 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Unlock()
 		s.log.Warn("drain timed out; closing connections", "open", n, "timeout", s.cfg.DrainTimeout)
 		s.closeAll()
-		<-drained
+		// Every transport sees the kill within a slice (a goroutine's
+		// write fails, a loop closes all in its next round); the bound is
+		// for a bug, so that Shutdown keeps its promise whatever happens.
+		select {
+		case <-drained:
+		case <-time.After(killWait):
+			s.log.Error("connections still open after they were closed", "wait", killWait)
+		}
 		err = fmt.Errorf("worker: drain: %w", ctx.Err())
 	}
 	s.finish()
 	return err
 }
 
+// killWait bounds how long Shutdown waits for the connections it closed
+// after DrainTimeout.
+const killWait = time.Second
+
 func (s *Server) closeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.killed.Store(true)
 	for _, l := range s.loops {
 		l.kill()
 	}

@@ -50,6 +50,11 @@ func testLive(t *testing.T, zk *zktest.Server) {
 	t.Run("clock-back", func(t *testing.T) { testClockBack(t, zk) })
 	t.Run("clock-back-logical", func(t *testing.T) { testClockBackLogical(t, zk) })
 	t.Run("slow-reader", func(t *testing.T) { testSlowReader(t, zk) })
+	t.Run("ready-per-slice", func(t *testing.T) { testReadyPerSlice(t, zk) })
+	t.Run("hello-setname", func(t *testing.T) { testHelloSetName(t, zk) })
+	t.Run("drain-kernel-buffered", func(t *testing.T) { testDrainKernelBuffered(t, zk) })
+	t.Run("read-timeout-lingers", func(t *testing.T) { testReadTimeoutLingers(t, zk) })
+	t.Run("write-timeout-from-stall", func(t *testing.T) { testWriteTimeoutFromStall(t, zk) })
 }
 
 func testGoRedis(t *testing.T, zk *zktest.Server) {

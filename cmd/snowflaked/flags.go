@@ -80,6 +80,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&w.ReadTimeout, work("ReadTimeout", "read-timeout"), w.ReadTimeout, "drop a connection whose request is not complete this long after it started")
 	fs.DurationVar(&w.WriteTimeout, work("WriteTimeout", "write-timeout"), w.WriteTimeout, "drop a connection that does not read its replies for this long")
 	fs.DurationVar(&w.DrainTimeout, work("DrainTimeout", "drain-timeout"), w.DrainTimeout, "at shutdown, how long in-flight requests get before connections are closed")
+	fs.IntVar(&w.HTTPMaxConns, work("HTTPMaxConns", "http-max-conns"), w.HTTPMaxConns, "most admin HTTP connections open at once; more wait in the kernel's backlog until one closes")
 	fs.BoolVar(&w.CloseOnNoLease, work("CloseOnNoLease", "close-on-nolease"), w.CloseOnNoLease, "close a client connection after answering -NOLEASE or -CLOCKBACK, so a client pooled behind a load balancer reconnects to a worker that serves")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, how long /readyz answers 503 while IDs are still served, before the drain (give balancers time to drop the worker; 5s on Kubernetes)")
 	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text or json")

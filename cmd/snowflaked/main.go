@@ -138,8 +138,8 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 			log.Info("starting", "version", cc.Version, "listen", ln.Addr().String(), "http", httpLn.Addr().String(),
 				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
 			return &daemon{
-				log: log, ln: ln, httpLn: httpLn, coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout, shutdownDelay: o.shutdownDelay,
-				httpSrv: &http.Server{Handler: srv.Handler(reg), ReadHeaderTimeout: 5 * time.Second},
+				log: log, ln: ln, httpLn: srv.AdminListener(httpLn), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout, shutdownDelay: o.shutdownDelay,
+				httpSrv: srv.AdminServer(srv.Handler(reg)),
 			}, nil
 		}
 	}
