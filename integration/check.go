@@ -29,6 +29,9 @@ type workerStatus struct {
 	SkewMs    int64  `json:"skew_ms"`
 	SessionID int64  `json:"session_id"`
 	Ready     bool   `json:"ready"`
+	// LeadMs and LogicalIssued: the logical clock riding out a step back.
+	LeadMs        int64 `json:"lead_ms"`
+	LogicalIssued int64 `json:"logical_issued"`
 }
 
 // holds reports whether the status names a lease with a generator on it:

@@ -27,7 +27,8 @@ func scenarios() []scenario {
 		{"e kill the ZooKeeper leader", 3, "", killZKLeader},
 		{"f stop 2 of 3 ZooKeeper nodes", 3, ceiling, loseQuorum},
 		{"g1 restart with the clock behind", 3, stops, clockBehindRestart},
-		{"g2 clock steps back while serving", 3, "the stepped worker refuses (-CLOCKBACK) until its clock catches up", clockStepBack},
+		{"g2 clock steps back while serving (refuse)", 3, "the stepped worker refuses (-CLOCKBACK) until its clock catches up", clockStepBack(snowflake.Refuse)},
+		{"g2l clock steps back while serving (logical)", 3, "", clockStepBack(snowflake.Logical)},
 		{"h rolling SIGTERM restart", 3, stops, rollingRestart},
 		{"i ZooKeeper partition, worker on the minority", 3, "the worker on the cut-off server may lose its session and re-claim", zkPartition},
 		{"j ZooKeeper slow (renews slower than the interval)", 3, "the proxied worker is stopped at the end", zkSlow},
@@ -455,39 +456,76 @@ func (e env) reservation(slot string) int64 {
 	return sm.Slots[s].ReservedUntilMs
 }
 
-// g2: step a serving worker's clock back 2 s: it refuses (-CLOCKBACK)
-// rather than repeat a timestamp, until its clock passes the last one it
-// issued; clients move to the others meanwhile.
-func clockStepBack(e env) result {
-	const step = 2 * time.Second
-	ws := e.workers()
-	w := ws[0]
-	e.requireChaosClock(w)
-	refusedBefore := e.col.ContainerErrors(w.ID)["CLOCKBACK"]
-	fault := time.Now()
-	e.must(e.st.CopyTo(e.ctx, w, "/chaos-clock", (-step).String()+"\n"), "step the clock back")
-	var s workerStatus
-	e.waitFor(5*time.Second, "skew_ms shows the step", func() bool {
-		s, _ = getStatus(e.ctx, w)
-		return s.SkewMs >= step.Milliseconds()*3/4
-	})
-	// Probe it ourselves too: refusals first, then IDs again.
-	probes := 0
-	e.waitFor(step+15*time.Second, "the stepped worker serves again", func() bool {
-		err := serves(e.ctx, w.Addr("7609"))
-		if err != nil && strings.Contains(err.Error(), "CLOCKBACK") {
+// g2, g2l: a worker added with --on-clock-back MODE and --max-skew above
+// the step (as a real NTP correction of a clock that ran fast looks to the
+// skew check) has its clock stepped back 2 s while serving. refuse: it
+// answers -CLOCKBACK until its clock passes the last timestamp it issued,
+// clients move to the others meanwhile. logical: it never refuses and
+// stays ready, its IDs ahead of its clock (lead_ms) until the clock
+// catches up; no client sees an error from it.
+func clockStepBack(mode snowflake.ClockBackPolicy) func(env) result {
+	return func(e env) result {
+		const step = 2 * time.Second
+		e.must(e.st.ScaleWith(e.ctx, 4, "SNOWFLAKE_ON_CLOCK_BACK="+mode.String(), "SNOWFLAKE_MAX_SKEW=5s"),
+			"add a worker with --on-clock-back "+mode.String())
+		var w Container
+		e.waitFor(60*time.Second, "the added worker serves", func() bool {
+			ws, err := e.st.Workers(e.ctx)
+			if err != nil || len(ws) != 4 {
+				return false
+			}
+			w = ws[3]
+			st, err := getStatus(e.ctx, w)
+			return err == nil && st.State == coordinator.StateServing && st.Ready
+		})
+		e.requireChaosClock(w)
+		e.sleep(time.Second) // the direct stream finds it
+		errsBefore := e.col.ContainerErrors(w.ID)
+		fault := time.Now()
+		e.must(e.st.CopyTo(e.ctx, w, "/chaos-clock", (-step).String()+"\n"), "step the clock back")
+		var s workerStatus
+		e.waitFor(5*time.Second, "skew_ms shows the step", func() bool {
+			s, _ = getStatus(e.ctx, w)
+			return s.SkewMs >= step.Milliseconds()*3/4
+		})
+		probes, refusals, maxLead := 0, 0, int64(0)
+		var logical int64
+		back := e.waitFor(step+15*time.Second, "the stepped worker serves, then its clock catches up", func() bool {
+			err := serves(e.ctx, w.Addr("7609"))
 			probes++
+			if err != nil && (strings.Contains(err.Error(), "CLOCKBACK") || strings.Contains(err.Error(), "NOLEASE")) {
+				refusals++
+			}
+			st, _ := getStatus(e.ctx, w)
+			maxLead, logical = max(maxLead, st.LeadMs), max(logical, st.LogicalIssued)
+			if mode == snowflake.Logical && !st.Ready && st.State == coordinator.StateServing {
+				e.t.Errorf("%s not ready on a logical clock (lead %d ms)", w.Short(), st.LeadMs)
+			}
+			return err == nil && time.Since(fault) > step+500*time.Millisecond
+		})
+		errsAfter := e.col.ContainerErrors(w.ID)
+		seen := 0
+		for k, n := range errsAfter {
+			seen += n - errsBefore[k]
 		}
-		return err == nil
-	})
-	back := time.Now()
-	refused := e.col.ContainerErrors(w.ID)["CLOCKBACK"] - refusedBefore + probes
-	if refused == 0 {
-		e.t.Errorf("%s answered no -CLOCKBACK after its clock stepped back %v", w.Short(), step)
+		e.must(e.st.CopyTo(e.ctx, w, "/chaos-clock", "0s\n"), "put the clock right")
+		switch mode {
+		case snowflake.Refuse:
+			if refusals+errsAfter["CLOCKBACK"]-errsBefore["CLOCKBACK"] == 0 {
+				e.t.Errorf("%s answered no -CLOCKBACK after its clock stepped back %v", w.Short(), step)
+			}
+		case snowflake.Logical:
+			if refusals != 0 || seen != 0 {
+				e.t.Errorf("%s refused %d probes and its clients saw %d errors on a logical clock: want 0", w.Short(), refusals, seen)
+			}
+			if maxLead < step.Milliseconds()/2 || logical == 0 {
+				e.t.Errorf("%s showed lead %d ms and %d IDs on logical time: the logical clock did not run", w.Short(), maxLead, logical)
+			}
+		}
+		return result{want: 3, fault: fault, back: fault.Add(back), outage: step,
+			note: fmt.Sprintf("%s (%s) stepped back %v: skew_ms %d, %d refusals of %d probes, %d client errors, lead up to %d ms, %d IDs on logical time; caught up after %.1f s",
+				w.Short(), mode, step, s.SkewMs, refusals, probes, seen, maxLead, logical, back.Seconds())}
 	}
-	e.must(e.st.CopyTo(e.ctx, w, "/chaos-clock", "0s\n"), "put the clock right")
-	return result{want: 3, fault: fault, back: back, outage: step,
-		note: fmt.Sprintf("%s stepped back %v: skew_ms %d, %d -CLOCKBACK refusals, serving again after %.1f s", w.Short(), step, s.SkewMs, refused, back.Sub(fault).Seconds())}
 }
 
 // h: restart every worker in turn with SIGTERM (docker stop), each held to
