@@ -25,6 +25,7 @@ type Server struct {
 	log   hclog.Logger
 	m     *metrics
 	cmds  commandTable
+	auth  *auth // passwords in force (auth.go)
 
 	started  time.Time
 	open     atomic.Int64 // connections open now
@@ -60,8 +61,12 @@ func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}
+	a, err := newAuth(reg, cmds)
+	if err != nil {
+		return nil, fmt.Errorf("new worker: %w", err)
+	}
 	return &Server{
-		cfg: cfg, lease: lease, log: log, m: m, cmds: cmds,
+		cfg: cfg, lease: lease, log: log, m: m, cmds: cmds, auth: a,
 		started: time.Now(), conns: map[*conn]struct{}{},
 		shutdown: make(chan struct{}), done: make(chan struct{}),
 	}, nil

@@ -30,6 +30,9 @@ type options struct {
 	// coordFlags and workerFlags map a Config field to the flag bound to it,
 	// for errors from Validate.
 	coordFlags, workerFlags map[string]string
+	// requirepassFile is --requirepass-file; passwords what it held at start.
+	requirepassFile string
+	passwords       [][]byte
 }
 
 // errHelp: -h was given and usage was printed; exit 0.
@@ -80,6 +83,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&w.WriteTimeout, work("WriteTimeout", "write-timeout"), w.WriteTimeout, "drop a connection that does not read its replies for this long")
 	fs.DurationVar(&w.DrainTimeout, work("DrainTimeout", "drain-timeout"), w.DrainTimeout, "at shutdown, how long in-flight requests get before connections are closed")
 	fs.BoolVar(&w.CloseOnNoLease, work("CloseOnNoLease", "close-on-nolease"), w.CloseOnNoLease, "close a client connection after answering -NOLEASE or -CLOCKBACK, so a client pooled behind a load balancer reconnects to a worker that serves")
+	fs.StringVar(&o.requirepassFile, "requirepass-file", "", "file holding the password clients must AUTH with (Redis's requirepass), one per line, two during a rotation; re-read on SIGHUP; must not be accessible to others (default none: AUTH accepts anything)")
 	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", o.logLevel, "log level: trace, debug, info, warn, error")
 	fs.Var(versionFlag{&o.showVersion}, "version", "print the version and exit")
@@ -113,6 +117,13 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		if _, _, err := net.SplitHostPort(o.coord.Advertise); err != nil {
 			return o, usagef("--advertise %q: want host:port (%v)", o.coord.Advertise, err)
 		}
+	}
+	if o.requirepassFile != "" {
+		pws, err := worker.ReadPasswordFile(o.requirepassFile)
+		if err != nil {
+			return o, usagef("--requirepass-file %q: %v", o.requirepassFile, err)
+		}
+		o.passwords = pws
 	}
 	// The library bounds the lead by the horizon anyway; a lead asked for
 	// beyond it is a mistake worth saying (the default is not asked for).

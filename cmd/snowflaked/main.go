@@ -87,6 +87,8 @@ type daemon struct {
 	srv     *worker.Server
 	httpSrv *http.Server
 	drain   time.Duration
+	// pw re-reads --requirepass-file on SIGHUP; nil without one.
+	pw *passwords
 }
 
 func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
@@ -128,10 +130,15 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 		if err == nil {
 			log.Info("starting", "version", cc.Version, "listen", ln.Addr().String(), "http", httpLn.Addr().String(),
 				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
-			return &daemon{
+			d := &daemon{
 				log: log, ln: ln, httpLn: httpLn, coord: coord, srv: srv, drain: wc.DrainTimeout,
 				httpSrv: &http.Server{Handler: srv.Handler(reg), ReadHeaderTimeout: 5 * time.Second},
-			}, nil
+			}
+			if o.requirepassFile != "" {
+				srv.SetPasswords(o.passwords)
+				d.pw = &passwords{path: o.requirepassFile, srv: srv, log: log}
+			}
+			return d, nil
 		}
 	}
 	ln.Close()
@@ -176,6 +183,11 @@ func (d *daemon) run() error {
 			defer cancel()
 			_ = d.httpSrv.Shutdown(ctx)
 		})
+	}
+	if d.pw != nil {
+		// Passwords: re-read on SIGHUP, until the shutdown.
+		ctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return d.pw.reloadLoop(ctx) }, func(error) { cancel() })
 	}
 	{
 		// Signals: SIGINT or SIGTERM starts the shutdown.

@@ -48,6 +48,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"--log-level", "loud"}, nil, 2, `--log-level "loud"`},
 		{[]string{"--listen", "7609"}, nil, 2, `--listen "7609": want host:port`},
 		{[]string{"extra"}, nil, 2, `unexpected argument "extra"`},
+		{[]string{"--requirepass-file", "/nonexistent/pw"}, nil, 2, `--requirepass-file "/nonexistent/pw": bad password file`},
+		{nil, map[string]string{"SNOWFLAKE_REQUIREPASS_FILE": "/etc/hostname"}, 2, `--requirepass-file "/etc/hostname": bad password file: /etc/hostname is accessible to others`},
 		{nil, map[string]string{"SNOWFLAKE_RENEW": "fast"}, 2, `environment variable "SNOWFLAKE_RENEW"`},
 		{nil, map[string]string{"SNOWFLAKE_HORIZON": "100ms"}, 2, "--horizon 100ms"},
 		{[]string{"--version"}, map[string]string{"SNOWFLAKE_VERSION": "v9"}, 0, "snowflaked "},
