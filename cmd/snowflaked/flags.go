@@ -30,6 +30,7 @@ type options struct {
 	// coordFlags and workerFlags map a Config field to the flag bound to it,
 	// for errors from Validate.
 	coordFlags, workerFlags map[string]string
+	tls                     tlsOptions
 	// requirepassFile is --requirepass-file; passwords what it held at start.
 	requirepassFile string
 	passwords       [][]byte
@@ -84,6 +85,12 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&w.DrainTimeout, work("DrainTimeout", "drain-timeout"), w.DrainTimeout, "at shutdown, how long in-flight requests get before connections are closed")
 	fs.BoolVar(&w.CloseOnNoLease, work("CloseOnNoLease", "close-on-nolease"), w.CloseOnNoLease, "close a client connection after answering -NOLEASE or -CLOCKBACK, so a client pooled behind a load balancer reconnects to a worker that serves")
 	fs.StringVar(&o.requirepassFile, "requirepass-file", "", "file holding the password clients must AUTH with (Redis's requirepass), one per line, two during a rotation; re-read on SIGHUP; must not be accessible to others (default none: AUTH accepts anything)")
+	fs.StringVar(&o.tls.listen, "tls-listen", "", "address of the ID service over TLS, beside --listen (Redis's tls-port; default none)")
+	fs.StringVar(&o.tls.files.CertFile, "tls-cert-file", "", "PEM certificate (chain) of the TLS listeners; reloaded when it changes")
+	fs.StringVar(&o.tls.files.KeyFile, "tls-key-file", "", "PEM key of --tls-cert-file; reloaded when it changes")
+	fs.StringVar(&o.tls.files.CAFile, "tls-ca-cert-file", "", "PEM CA certificates that client certificates are checked against; reloaded when it changes")
+	fs.StringVar(&o.tls.files.AuthClients, "tls-auth-clients", "yes", "client certificates, as Redis: yes (required: mutual TLS), optional (checked if sent), no")
+	fs.BoolVar(&o.tls.httpTLS, "http-tls", false, "serve the admin HTTP port (--http) over TLS with the --tls-* files")
 	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", o.logLevel, "log level: trace, debug, info, warn, error")
 	fs.Var(versionFlag{&o.showVersion}, "version", "print the version and exit")
@@ -117,6 +124,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		if _, _, err := net.SplitHostPort(o.coord.Advertise); err != nil {
 			return o, usagef("--advertise %q: want host:port (%v)", o.coord.Advertise, err)
 		}
+	}
+	if err := o.tls.check(); err != nil {
+		return o, err
 	}
 	if o.requirepassFile != "" {
 		pws, err := worker.ReadPasswordFile(o.requirepassFile)

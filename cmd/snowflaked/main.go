@@ -89,6 +89,8 @@ type daemon struct {
 	drain   time.Duration
 	// pw re-reads --requirepass-file on SIGHUP; nil without one.
 	pw *passwords
+	// tls is the TLS listener and configs (--tls-listen, --http-tls).
+	tls *tlsSide
 }
 
 func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
@@ -123,6 +125,12 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	side, err := newTLSSide(&o.tls, log, reg)
+	if err != nil {
+		ln.Close()
+		httpLn.Close()
+		return nil, err
+	}
 	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
 	if err == nil {
 		var srv *worker.Server
@@ -131,7 +139,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 			log.Info("starting", "version", cc.Version, "listen", ln.Addr().String(), "http", httpLn.Addr().String(),
 				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
 			d := &daemon{
-				log: log, ln: ln, httpLn: httpLn, coord: coord, srv: srv, drain: wc.DrainTimeout,
+				log: log, ln: ln, httpLn: httpLn, coord: coord, srv: srv, drain: wc.DrainTimeout, tls: side,
 				httpSrv: &http.Server{Handler: srv.Handler(reg), ReadHeaderTimeout: 5 * time.Second},
 			}
 			if o.requirepassFile != "" {
@@ -143,6 +151,9 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 	}
 	ln.Close()
 	httpLn.Close()
+	if side.ln != nil {
+		side.ln.Close()
+	}
 	return nil, err
 }
 
@@ -158,6 +169,8 @@ func (d *daemon) run() error {
 			_ = d.srv.Shutdown(context.Background())
 		})
 	}
+	// ID server over TLS (--tls-listen): drained with the plaintext one.
+	d.tls.addActor(&g, d.srv)
 	{
 		// Lease: cancelled only after the server drained; Run then seals the
 		// generator and releases the slot.
@@ -173,12 +186,7 @@ func (d *daemon) run() error {
 	{
 		// Admin HTTP: up until the lease is released, so /readyz shows 503
 		// during the drain.
-		g.Add(func() error {
-			if err := d.httpSrv.Serve(d.httpLn); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("admin http: %w", err)
-			}
-			return nil
-		}, func(error) {
+		g.Add(func() error { return d.tls.serveHTTP(d.httpSrv, d.httpLn) }, func(error) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = d.httpSrv.Shutdown(ctx)
