@@ -201,7 +201,8 @@ func (s *session) cleanOrphans(ctx context.Context, names []string) {
 	}
 }
 
-// candidates are the slots this worker may claim.
+// candidates are the slots this worker may claim: inside the fleet's
+// datacenters, and inside --datacenter when pinned.
 func (s *session) candidates() []snowflake.Slot {
 	lo, hi := 0, snowflake.Slots
 	if dc := s.c.cfg.Datacenter; dc >= 0 {
@@ -210,7 +211,9 @@ func (s *session) candidates() []snowflake.Slot {
 	cands := s.c.cfg.slots
 	if cands == nil {
 		for i := lo; i < hi; i++ {
-			cands = append(cands, snowflake.SlotAt(i))
+			if sl := snowflake.SlotAt(i); s.owned.Has(sl.Datacenter) {
+				cands = append(cands, sl)
+			}
 		}
 	}
 	return cands

@@ -20,8 +20,13 @@ type Config struct {
 	// and readable by the world.
 	Auth string
 	// Datacenter pins the worker to the 32 slots of one datacenter (0..31);
-	// -1 means any slot.
+	// -1 means any slot of the datacenters the fleet's root owns. A pinned
+	// datacenter the root does not own is refused (ErrOutsideFleet).
 	Datacenter int
+	// ScanLimit is how many znodes the worker reads at most when it looks
+	// for the ensemble's other fleets before serving (fleet roots are not
+	// descended into); past it the worker refuses to start (ErrScanLimit).
+	ScanLimit int
 	// SessionTimeout is the ZooKeeper session timeout asked for: how long a
 	// crashed or cut-off holder keeps its slot. Pin the server's
 	// min/maxSessionTimeout so it is granted as asked.
@@ -80,6 +85,7 @@ func DefaultConfig() Config {
 		Servers:            []string{"127.0.0.1:2181"},
 		Root:               DefaultRoot,
 		Datacenter:         -1,
+		ScanLimit:          DefaultScanLimit,
 		SessionTimeout:     6 * time.Second,
 		Renew:              time.Second,
 		Horizon:            5 * time.Second,
@@ -116,6 +122,9 @@ func (c Config) Validate() error {
 	}
 	if c.Datacenter < -1 || c.Datacenter > snowflake.MaxDatacenter {
 		return bad("Datacenter", c.Datacenter, fmt.Sprintf("is out of range -1..%d (-1 = any)", snowflake.MaxDatacenter))
+	}
+	if c.ScanLimit < 1 || c.ScanLimit > 10_000_000 {
+		return bad("ScanLimit", c.ScanLimit, "is out of range 1..10000000")
 	}
 	if c.SessionTimeout < 200*time.Millisecond || c.SessionTimeout > 10*time.Minute {
 		return bad("SessionTimeout", c.SessionTimeout, "is out of range 200ms..10m")

@@ -26,6 +26,22 @@ const Layout = "snowfleet/slots/v2"
 // missing slot nodes are made, then the layout is set to v2).
 const LayoutV1 = "snowfleet/slots/v1"
 
+// LayoutV3 is a root that owns only some datacenters: RootInfo.Datacenters
+// names them, and every slot node exists, as in v2. A root that owns all 32
+// stays v2 (a v2 build claiming anywhere is right for it); a root that owns
+// fewer must not be joined by a v2 build, which ignores the field and would
+// claim outside the range, hence the new name, which v2 builds refuse.
+const LayoutV3 = "snowfleet/slots/v3"
+
+// LayoutV3Partial is a v3 root whose slot nodes are still being made (by
+// snowflakectl init): finished like a v1 root, keeping its ranges, by the
+// maker or by the first worker that finds it left so for rootFillWait.
+const LayoutV3Partial = "snowfleet/slots/v3-partial"
+
+// layoutMarker starts every layout name: a znode whose JSON layout starts
+// with it is a fleet's root, wherever it sits in an ensemble.
+const layoutMarker = "snowfleet/slots/"
+
 // DefaultRoot is the default root znode.
 const DefaultRoot = "/snowflake"
 
@@ -50,6 +66,10 @@ type RootInfo struct {
 	Bits string `json:"bits"`
 	// Created is when the root was made (informational).
 	Created time.Time `json:"created"`
+	// Datacenters are the datacenter IDs the fleet owns, as ranges such as
+	// "0-3,8" (DCSet's form); set in a v3 root only. A v1 or v2 root owns
+	// all 32.
+	Datacenters string `json:"datacenters,omitempty"`
 }
 
 // CurrentRootInfo is what this build's root holds once every slot node is
@@ -67,14 +87,48 @@ func rootInfo(layout string, now time.Time) RootInfo {
 }
 
 // Compatible reports whether a root written as r can be used by this build:
-// one of Layout, or LayoutV1 which it upgrades.
+// one of Layout and LayoutV3, or LayoutV1 and LayoutV3Partial which it
+// finishes, with the ranges its layout calls for.
 func (r RootInfo) Compatible() error {
 	want := CurrentRootInfo(time.Time{})
-	if (r.Layout != want.Layout && r.Layout != LayoutV1) || r.EpochMs != want.EpochMs || r.Bits != want.Bits {
+	known := r.Layout == Layout || r.Layout == LayoutV1 || r.Layout == LayoutV3 || r.Layout == LayoutV3Partial
+	if !known || r.EpochMs != want.EpochMs || r.Bits != want.Bits {
 		return fmt.Errorf("%w: root has layout %q epoch_ms %d bits %q, this build wants layout %q epoch_ms %d bits %q",
 			ErrLayoutMismatch, r.Layout, r.EpochMs, r.Bits, want.Layout, want.EpochMs, want.Bits)
 	}
-	return nil
+	_, err := r.Owned()
+	return err
+}
+
+// Owned is the set of datacenters the root owns: all 32 for v1 and v2,
+// RootInfo.Datacenters (required, never empty) for v3. A v2 root that
+// names ranges was not written by snowfleet: refused rather than read as
+// all 32 or as its ranges.
+func (r RootInfo) Owned() (DCSet, error) {
+	switch r.Layout {
+	case LayoutV3, LayoutV3Partial:
+		set, err := ParseDCSet(r.Datacenters)
+		if err != nil {
+			return 0, fmt.Errorf("%w: layout %s: datacenters: %w", ErrLayoutMismatch, r.Layout, err)
+		}
+		return set, nil
+	}
+	if r.Datacenters != "" {
+		return 0, fmt.Errorf("%w: layout %s names datacenters %q, which only %s does", ErrLayoutMismatch, r.Layout, r.Datacenters, LayoutV3)
+	}
+	return AllDatacenters, nil
+}
+
+// filling reports a root whose slot nodes are still being made (or were
+// never all made): v1, or a v3 root being initialised.
+func (r RootInfo) filling() bool { return r.Layout == LayoutV1 || r.Layout == LayoutV3Partial }
+
+// finished is the layout a filling root gets once every slot node exists.
+func (r RootInfo) finished() string {
+	if r.Layout == LayoutV3Partial {
+		return LayoutV3
+	}
+	return Layout
 }
 
 // LeasesPath is the parent of the lease nodes.

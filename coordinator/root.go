@@ -28,7 +28,8 @@ func (s *session) ensureRoot(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, ErrLayoutMismatch) || errors.Is(err, zk.ErrNoAuth) ||
+		if errors.Is(err, ErrLayoutMismatch) || errors.Is(err, ErrFleetOverlap) || errors.Is(err, ErrOutsideFleet) ||
+			errors.Is(err, ErrScanLimit) || errors.Is(err, zk.ErrNoAuth) ||
 			errors.Is(err, zk.ErrAuthFailed) || errors.Is(err, zk.ErrInvalidACL) {
 			return err
 		}
@@ -71,10 +72,13 @@ func (s *session) tryEnsureRoot(ctx context.Context) error {
 	if err := info.Compatible(); err != nil {
 		return fmt.Errorf("root %s: %w", root, err)
 	}
+	if err := s.checkScope(ctx, info); err != nil {
+		return err
+	}
 	if err := s.checkTree(ctx); err != nil {
 		return err
 	}
-	if info.Layout == LayoutV1 {
+	if info.filling() {
 		return s.upgradeRoot(ctx, info, st, made)
 	}
 	return nil
@@ -95,6 +99,9 @@ func (s *session) makeRootIfAbsent(ctx context.Context) (made bool, err error) {
 	exists := err == nil
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
+		if err := s.checkNoFleets(ctx); err != nil {
+			return false, err
+		}
 		parts := strings.Split(strings.Trim(root, "/"), "/")
 		for i := 1; i < len(parts); i++ {
 			if err := s.create(ctx, "/"+strings.Join(parts[:i], "/"), nil); err != nil {
@@ -107,6 +114,10 @@ func (s *session) makeRootIfAbsent(ctx context.Context) (made bool, err error) {
 		return false, nil
 	case st.NumChildren > 0:
 		return false, fmt.Errorf("%w: root %s has children but no layout JSON: not made by snowfleet", ErrLayoutMismatch, root)
+	default:
+		if err := s.checkNoFleets(ctx); err != nil {
+			return false, err
+		}
 	}
 	info := encodeRoot(rootInfo(LayoutV1, time.Now()))
 	var first any = &zk.CreateRequest{Path: root, Data: info, Acl: s.c.acl}
@@ -227,15 +238,15 @@ func (s *session) upgradeRoot(ctx context.Context, info RootInfo, st *zk.Stat, m
 	if err != nil {
 		return fmt.Errorf("make the slot nodes of root %s: %w", root, err)
 	}
-	info.Layout = Layout
+	info.Layout = info.finished()
 	err = c.call(ctx, 0, func() error { _, err := s.conn.Set(root, encodeRoot(info), st.Version); return err })
 	if errors.Is(err, zk.ErrBadVersion) {
 		return fmt.Errorf("root %s changed while upgrading it; reading again", root)
 	}
 	if err != nil {
-		return fmt.Errorf("write layout %s into root %s: %w", Layout, root, err)
+		return fmt.Errorf("write layout %s into root %s: %w", info.Layout, root, err)
 	}
-	c.log.Info("root has every slot node", "root", root, "layout", Layout, "made", created,
+	c.log.Info("root has every slot node", "root", root, "layout", info.Layout, "made", created,
 		"reserved_until", time.UnixMilli(reserve).UTC(), "new_root", made)
 	return nil
 }
@@ -253,7 +264,7 @@ func (s *session) waitLayout(ctx context.Context, untilMs int64) (bool, error) {
 			return false, fmt.Errorf("read root %s: %w", root, err)
 		}
 		var info RootInfo
-		if json.Unmarshal(data, &info) == nil && info.Layout == Layout {
+		if json.Unmarshal(data, &info) == nil && !info.filling() && info.Compatible() == nil {
 			return true, nil
 		}
 	}

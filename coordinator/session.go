@@ -33,6 +33,9 @@ type session struct {
 	relist    time.Duration
 	lostRaces int
 	relisted  bool // the standby listed again after a slow listing
+	// owned are the datacenters the root owns, read (and checked against
+	// the ensemble's other fleets) by ensureRoot; claims stay inside them.
+	owned DCSet
 }
 
 // dial opens a session without credentials; go-zookeeper's event channel

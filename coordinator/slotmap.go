@@ -65,6 +65,20 @@ type SlotMap struct {
 	// one never held), those ever used in a v1 root; a slot missing here
 	// is damage.
 	Slots map[snowflake.Slot]SlotRecord
+	// Owned are the datacenters the root owns (all 32 for a v1 or v2
+	// root, or when the root is missing): free slots are counted in them.
+	Owned DCSet
+}
+
+// Free is how many of the slots the fleet owns no lease holds.
+func (m SlotMap) Free() int {
+	free := m.Owned.Slots()
+	for _, l := range m.Leases {
+		if m.Owned.Has(l.Slot.Datacenter) {
+			free--
+		}
+	}
+	return free
 }
 
 // readParallel bounds the concurrent Gets of a map read.
@@ -80,7 +94,18 @@ func ReadSlotMap(conn *zk.Conn, root string) (SlotMap, error) {
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return SlotMap{}, fmt.Errorf("list %s: %w", SlotsPath(root), err)
 	}
-	m := SlotMap{Leases: leases, Slots: make(map[snowflake.Slot]SlotRecord, len(names))}
+	m := SlotMap{Leases: leases, Slots: make(map[snowflake.Slot]SlotRecord, len(names)), Owned: AllDatacenters}
+	if data, _, err := conn.Get(root); err == nil && len(data) > 0 {
+		var info RootInfo
+		if err := json.Unmarshal(data, &info); err != nil {
+			return SlotMap{}, fmt.Errorf("%w: root %s holds no layout JSON (%v)", ErrLayoutMismatch, root, err)
+		}
+		if m.Owned, err = info.Owned(); err != nil {
+			return SlotMap{}, fmt.Errorf("root %s: %w", root, err)
+		}
+	} else if err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return SlotMap{}, fmt.Errorf("read root %s: %w", root, err)
+	}
 	var mu sync.Mutex
 	err = forEach(names, func(name string) error {
 		s, err := snowflake.ParseSlot(name)

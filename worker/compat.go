@@ -32,6 +32,7 @@ func (c *conn) info(args [][]byte) result {
 // (go-redis among them) take as "stay on RESP2".
 func (c *conn) hello(args [][]byte) result {
 	args = args[1:]
+	var user, pw []byte
 	if len(args) > 0 {
 		v, ok := resp.ParseInt(args[0])
 		if !ok {
@@ -45,7 +46,8 @@ func (c *conn) hello(args [][]byte) result {
 		for i := 1; i < len(args); i++ {
 			switch {
 			case equalFold(args[i], "auth") && i+2 < len(args):
-				i += 2 // no passwords: any credentials are accepted, as Redis does without one
+				user, pw = args[i+1], args[i+2]
+				i += 2
 			case equalFold(args[i], "setname") && i+1 < len(args):
 				if !validName(args[i+1]) {
 					c.wbuf = resp.AppendError(c.wbuf, badName)
@@ -58,6 +60,9 @@ func (c *conn) hello(args [][]byte) result {
 				return resError
 			}
 		}
+	}
+	if !c.helloAuth(user, pw) {
+		return resError
 	}
 	c.wbuf = resp.AppendArrayHeader(c.wbuf, 14)
 	c.wbuf = resp.AppendBulkString(c.wbuf, "server")
@@ -215,21 +220,6 @@ func (c *conn) selectDB(args [][]byte) result {
 	}
 	c.wbuf = resp.AppendSimple(c.wbuf, "OK")
 	return resOK
-}
-
-// auth is as Redis with its default, password-less user: AUTH user pass is
-// accepted, AUTH pass is a configuration mistake worth reporting.
-func (c *conn) auth(args [][]byte) result {
-	if len(args) == 3 {
-		c.wbuf = resp.AppendSimple(c.wbuf, "OK")
-		return resOK
-	}
-	if len(args) != 2 {
-		c.wrongArgs("auth")
-		return resError
-	}
-	c.wbuf = resp.AppendError(c.wbuf, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-	return resError
 }
 
 func (c *conn) unknownSub(cmd string, sub []byte) {

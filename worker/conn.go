@@ -80,6 +80,10 @@ type conn struct {
 	// pooled client behind a balancer reconnects to a worker that serves.
 	refused bool
 
+	// authed: the connection has authenticated, or connected while no
+	// password was set (auth.go).
+	authed bool
+
 	name    string
 	scratch [64]byte
 }

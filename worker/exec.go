@@ -16,6 +16,8 @@ func (c *conn) exec(args [][]byte) bool {
 	cmd := &c.s.cmds[k]
 	var res result
 	switch {
+	case !c.authed && c.gate(k):
+		res = resError
 	case k == cmdUnknown:
 		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR unknown command ", args[0])
 		res = resError

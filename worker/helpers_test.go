@@ -3,6 +3,7 @@ package worker
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -97,6 +99,11 @@ func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config
 			t.Errorf("lease: %v", err)
 		}
 		w.admin.Close()
+		if wait {
+			// Every test worker has a root of its own, which owns all 32
+			// datacenters: the next test's root would overlap it.
+			deleteRoot(t, cc.Servers, cc.Root)
+		}
 	}
 	t.Cleanup(w.stop)
 	if wait {
@@ -193,3 +200,59 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 func startZK(t testing.TB) *zktest.Server { return zktest.Start(t) }
+
+// deleteRoot deletes a test's fleet root and everything under it.
+func deleteRoot(t testing.TB, servers []string, root string) {
+	conn, err := coordinator.Dial(servers, "", 5*time.Second, hclog.NewNullLogger())
+	if err != nil {
+		t.Errorf("delete root %s: %v", root, err)
+		return
+	}
+	defer conn.Close()
+	var del func(p string) error
+	del = func(p string) error {
+		kids, _, err := conn.Children(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var leaves []any
+		for _, k := range kids {
+			if k == "slots" { // 1,024 childless nodes: deleted in batches
+				names, _, err := conn.Children(p + "/slots")
+				if err != nil {
+					return err
+				}
+				for _, n := range names {
+					leaves = append(leaves, &zk.DeleteRequest{Path: p + "/slots/" + n, Version: -1})
+				}
+			}
+			for len(leaves) > 0 {
+				n := min(len(leaves), 256)
+				if _, err := conn.Multi(leaves[:n]...); err != nil {
+					return err
+				}
+				leaves = leaves[n:]
+			}
+			if err := del(p + "/" + k); err != nil {
+				return err
+			}
+		}
+		if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- del(root) }()
+	select {
+	case err = <-done:
+	case <-time.After(15 * time.Second):
+		err = errors.New("timed out")
+	}
+	if err != nil {
+		t.Errorf("delete root %s: %v", root, err)
+	}
+}

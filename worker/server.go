@@ -26,6 +26,9 @@ type Server struct {
 	log   hclog.Logger
 	m     *metrics
 	cmds  commandTable
+	auth  *auth // passwords in force (auth.go)
+	// tlsFailures counts failed TLS handshakes (tls.go).
+	tlsFailures prometheus.Counter
 
 	started  time.Time
 	open     atomic.Int64 // connections open now
@@ -47,7 +50,7 @@ type Server struct {
 	loops []*loop
 
 	mu       sync.Mutex
-	ln       net.Listener
+	lns      []net.Listener // Serve's and ServeTLS's
 	conns    map[*conn]struct{}
 	wg       sync.WaitGroup // one per connection goroutine
 	shutdown chan struct{}  // closed by Shutdown
@@ -76,8 +79,16 @@ func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (
 			return nil, fmt.Errorf("new worker: register slot info: %w", err)
 		}
 	}
+	a, err := newAuth(reg, cmds)
+	if err != nil {
+		return nil, fmt.Errorf("new worker: %w", err)
+	}
+	tlsFailures, err := newTLSFailures(reg)
+	if err != nil {
+		return nil, fmt.Errorf("new worker: %w", err)
+	}
 	return &Server{
-		cfg: cfg, lease: lease, log: log, m: m, cmds: cmds,
+		cfg: cfg, lease: lease, log: log, m: m, cmds: cmds, auth: a, tlsFailures: tlsFailures,
 		started: time.Now(), conns: map[*conn]struct{}{},
 		shutdown: make(chan struct{}), done: make(chan struct{}),
 		rejecting: make(chan struct{}, maxRejectLingers),
@@ -94,8 +105,8 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return ErrServerClosed
 	}
-	s.ln = ln
-	if !s.cfg.NoEventLoop {
+	s.lns = append(s.lns, ln)
+	if !s.cfg.NoEventLoop && len(s.lns) == 1 {
 		s.startLoops(runtime.GOMAXPROCS(0))
 	}
 	s.mu.Unlock()
@@ -222,6 +233,9 @@ func (s *Server) serveConn(g *goConn) {
 		g.nc.Close()
 		s.release(g.c)
 	}()
+	if !s.handshake(g.nc) {
+		return
+	}
 	g.serve()
 }
 
@@ -245,8 +259,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	first := !s.draining.Swap(true)
 	if first {
 		close(s.shutdown)
-		if s.ln != nil {
-			s.ln.Close()
+		for _, ln := range s.lns {
+			ln.Close()
 		}
 		// Wake every connection blocked in a read; see goConn.serve for why
 		// this cannot miss one.

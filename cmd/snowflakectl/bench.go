@@ -45,6 +45,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			"Workers come from --addr, or from the lease nodes in ZooKeeper, read once.")
 	var z zkFlags
 	z.register(fs)
+	var sec secFlags
+	sec.register(fs)
 	addrs := fs.String("addr", "", "worker `addresses`, comma-separated host:port, instead of ZooKeeper discovery")
 	conns := fs.Int("c", 8, "`N` connections (1..4096), spread round robin over the workers")
 	depth := fs.Int("P", 16, "pipeline depth: `N` requests (1..10000) written before their replies are read")
@@ -79,6 +81,10 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if rc >= 0 {
 		return rc
 	}
+	dial, err := sec.options()
+	if err != nil {
+		return usageError(stderr, "bench", "%v", err)
+	}
 	targets := cfg.Static
 	if len(targets) == 0 {
 		m, err := z.readSlotMap(cfg.Servers, 10*time.Second)
@@ -96,7 +102,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 	}
-	res := bench(targets, *conns, *depth, *batch, *dur, *timeout)
+	res := bench(targets, *conns, *depth, *batch, *dur, *timeout, dial)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -114,13 +120,17 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 // benchConn is one connection's tally; merged at the end, so the hot loop
 // touches nothing shared.
 type benchConn struct {
+	dial                                       client.DialOptions
 	hist                                       histogram
 	requests, ids                              uint64
 	noLease, clockBack, otherReply, connErrors uint64
 }
 
-func bench(targets []string, conns, depth, batch int, dur, timeout time.Duration) benchResult {
+func bench(targets []string, conns, depth, batch int, dur, timeout time.Duration, dial client.DialOptions) benchResult {
 	tallies := make([]benchConn, conns)
+	for i := range tallies {
+		tallies[i].dial = dial
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), dur)
 	defer cancel()
 	start := time.Now()
@@ -162,7 +172,7 @@ func (b *benchConn) run(ctx context.Context, addr string, depth, batch int, time
 	ids := make([]int64, batch)
 	for ctx.Err() == nil {
 		dctx, cancel := context.WithTimeout(ctx, timeout)
-		c, err := client.Dial(dctx, addr)
+		c, err := client.DialWith(dctx, addr, b.dial)
 		cancel()
 		if err != nil {
 			if ctx.Err() == nil {

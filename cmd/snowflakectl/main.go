@@ -32,6 +32,8 @@ func commands() map[string]command {
 		"encode": {summary: "build an ID from its fields", run: runEncode},
 		"decode": {summary: "split IDs into their fields", run: runDecode},
 		"slots":  {summary: "show the live slot map from ZooKeeper", run: runSlots},
+		"init":   {summary: "make a fleet's root owning --datacenters ranges (refused when another fleet owns one)", run: runInit},
+		"fleets": {summary: "list every fleet of the ensembles given; exit 1 on an overlap (the region check)", run: runFleets},
 		"next":   {summary: "fetch IDs from the fleet", run: runNext},
 		"bench":  {summary: "benchmark workers with pipelined NEXTID/NEXTIDS", run: runBench},
 		"repair": {summary: "re-create slot nodes deleted by hand, with a reservation (asks first)",

@@ -22,6 +22,8 @@ func runNext(args []string, stdout, stderr io.Writer) int {
 			"-n above 1 asks one worker for a contiguous ascending run (NEXTIDS n).")
 	var z zkFlags
 	z.register(fs)
+	var sec secFlags
+	sec.register(fs)
 	addrs := fs.String("addr", "", "worker `addresses`, comma-separated host:port, instead of ZooKeeper discovery")
 	n := fs.Int("n", 1, fmt.Sprintf("how many IDs: `N` in 1..%d", client.MaxBatch))
 	timeout := fs.Duration("timeout", 5*time.Second, "bound on the whole call, discovery and retries included")
@@ -43,6 +45,11 @@ func runNext(args []string, stdout, stderr io.Writer) int {
 		return rc
 	}
 	cfg.CallTimeout = *timeout
+	dial, err := sec.options()
+	if err != nil {
+		return usageError(stderr, "next", "%v", err)
+	}
+	cfg.Password, cfg.TLS = dial.Password, dial.TLS
 	c, err := client.New(cfg, nil, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl next: %v\n", err)

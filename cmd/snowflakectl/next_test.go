@@ -121,7 +121,7 @@ func TestSlotsOfRunningWorkers(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if rc := runSlots(zkFlag, &out, &errb); rc != exitOK || !strings.Contains(out.String(), "held 2, free 1022 (of 1024)") {
+	if rc := runSlots(zkFlag, &out, &errb); rc != exitOK || !strings.Contains(out.String(), "held 2, free 1022 (of 1024 in datacenters 0-31)") {
 		t.Fatalf("slots table rc %d:\n%s", rc, out.String())
 	}
 	t.Logf("slots:\n%s", out.String())

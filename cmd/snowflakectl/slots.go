@@ -111,19 +111,23 @@ type slotRow struct {
 
 // slotsReport is the --json output.
 type slotsReport struct {
-	Root  string    `json:"root"`
-	NowMs int64     `json:"now_ms"`
-	Held  int       `json:"held"`
-	Free  int       `json:"free"`
-	Used  int       `json:"used"`
-	Slots []slotRow `json:"slots"`
+	Root  string `json:"root"`
+	NowMs int64  `json:"now_ms"`
+	Held  int    `json:"held"`
+	Free  int    `json:"free"`
+	Used  int    `json:"used"`
+	// Datacenters are the ranges the fleet owns and Owned their slots:
+	// Free counts within them.
+	Datacenters string    `json:"datacenters"`
+	Owned       int       `json:"owned"`
+	Slots       []slotRow `json:"slots"`
 }
 
 func runSlots(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("slots", "[--zk HOST:PORT,...] [--zk-root /snowflake] [--all] [--json]",
 		"Shows the live slot map from ZooKeeper: which worker holds which slot, its\n"+
-			"reservation and its last issued timestamp, then how many of the 1024 slots\n"+
-			"are held and free. AHEAD is reserved_until - now (how far the holder's\n"+
+			"reservation and its last issued timestamp, then how many slots are held, and\n"+
+			"how many of those in the fleet's datacenters are free. AHEAD is reserved_until - now (how far the holder's\n"+
 			"confirmed reservation runs ahead of this machine's clock; negative means it\n"+
 			"stopped renewing). IDLE is now - last issued (as of the holder's last renew).")
 	var z zkFlags
@@ -168,7 +172,8 @@ func runSlots(args []string, stdout, stderr io.Writer) int {
 
 func buildSlotsReport(m coordinator.SlotMap, root string, now time.Time, all bool) slotsReport {
 	nowMs := now.UnixMilli()
-	rep := slotsReport{Root: root, NowMs: nowMs, Held: len(m.Leases), Free: snowflake.Slots - len(m.Leases), Slots: []slotRow{}}
+	rep := slotsReport{Root: root, NowMs: nowMs, Held: len(m.Leases), Free: m.Free(), Slots: []slotRow{},
+		Datacenters: m.Owned.String(), Owned: m.Owned.Slots()}
 	for _, rec := range m.Slots {
 		if rec.Holder != "" { // made with the root but never held: not used
 			rep.Used++
@@ -231,7 +236,7 @@ func printSlots(w io.Writer, rep slotsReport, servers string) {
 			msOrDash(r.ReservedUntilMs), durOrDash(r.AheadMs, true), msOrDash(r.LastMs), durOrDash(r.IdleMs, false))
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "held %d, free %d (of %d); %d slots ever used\n", rep.Held, rep.Free, snowflake.Slots, rep.Used)
+	fmt.Fprintf(w, "held %d, free %d (of %d in datacenters %s); %d slots ever used\n", rep.Held, rep.Free, rep.Owned, rep.Datacenters, rep.Used)
 }
 
 const (

@@ -70,7 +70,7 @@ func TestSlotsShowsHoldersAndCounts(t *testing.T) {
 	text := out.String()
 	t.Logf("slots:\n%s", text)
 	for _, want := range []string{"SLOT", "AHEAD = reserved_until - now", "10.0.0.1:7609", "10.0.0.2:7609",
-		a.c.Status().Slot, b.c.Status().Slot, "held 2, free 1022 (of 1024)"} {
+		a.c.Status().Slot, b.c.Status().Slot, "held 2, free 1022 (of 1024 in datacenters 0-31)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("table lacks %q", want)
 		}

@@ -32,6 +32,10 @@ type options struct {
 	// coordFlags and workerFlags map a Config field to the flag bound to it,
 	// for errors from Validate.
 	coordFlags, workerFlags map[string]string
+	tls                     tlsOptions
+	// requirepassFile is --requirepass-file; passwords what it held at start.
+	requirepassFile string
+	passwords       [][]byte
 }
 
 // errHelp: -h was given and usage was printed; exit 0.
@@ -67,7 +71,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&w.Listen, work("Listen", "listen"), w.Listen, "address of the ID service (Redis protocol)")
 	fs.StringVar(&o.http, "http", o.http, "address of the admin HTTP server (/metrics /healthz /readyz /status)")
 	fs.StringVar(&c.Advertise, coord("Advertise", "advertise"), c.Advertise, "address clients reach the ID service at, published in the lease node (default hostname:listen-port, or listen-ip:port when --listen names one address)")
-	fs.IntVar(&c.Datacenter, coord("Datacenter", "datacenter"), c.Datacenter, "pin the worker to one datacenter's 32 slots, 0..31; -1 takes any slot")
+	fs.IntVar(&c.Datacenter, coord("Datacenter", "datacenter"), c.Datacenter, "pin the worker to one datacenter's 32 slots, 0..31, one its fleet's root owns; -1 takes any slot of the fleet's datacenters")
+	fs.IntVar(&c.ScanLimit, coord("ScanLimit", "zk-scan-limit"), c.ScanLimit, "most znodes read when looking for the ensemble's other fleets before serving (a worker refuses to start when another fleet owns one of its datacenters)")
 	fs.DurationVar(&c.SessionTimeout, coord("SessionTimeout", "session-timeout"), c.SessionTimeout, "ZooKeeper session timeout: how long a crashed worker keeps its slot")
 	fs.DurationVar(&c.Renew, coord("Renew", "renew"), c.Renew, "how often the reservation in ZooKeeper is extended")
 	fs.DurationVar(&c.Horizon, coord("Horizon", "horizon"), c.Horizon, "how far ahead of its clock the worker reserves timestamps: how long it serves without ZooKeeper")
@@ -83,6 +88,13 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.IntVar(&w.HTTPMaxConns, work("HTTPMaxConns", "http-max-conns"), w.HTTPMaxConns, "most admin HTTP connections open at once; more wait in the kernel's backlog until one closes")
 	fs.BoolVar(&w.CloseOnNoLease, work("CloseOnNoLease", "close-on-nolease"), w.CloseOnNoLease, "close a client connection after answering -NOLEASE or -CLOCKBACK, so a client pooled behind a load balancer reconnects to a worker that serves")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, how long /readyz answers 503 while IDs are still served, before the drain (give balancers time to drop the worker; 5s on Kubernetes)")
+	fs.StringVar(&o.requirepassFile, "requirepass-file", "", "file holding the password clients must AUTH with (Redis's requirepass), one per line, two during a rotation; re-read on SIGHUP; must not be accessible to others (default none: AUTH accepts anything)")
+	fs.StringVar(&o.tls.listen, "tls-listen", "", "address of the ID service over TLS, beside --listen (Redis's tls-port; default none)")
+	fs.StringVar(&o.tls.files.CertFile, "tls-cert-file", "", "PEM certificate (chain) of the TLS listeners; reloaded when it changes")
+	fs.StringVar(&o.tls.files.KeyFile, "tls-key-file", "", "PEM key of --tls-cert-file; reloaded when it changes")
+	fs.StringVar(&o.tls.files.CAFile, "tls-ca-cert-file", "", "PEM CA certificates that client certificates are checked against; reloaded when it changes")
+	fs.StringVar(&o.tls.files.AuthClients, "tls-auth-clients", "yes", "client certificates, as Redis: yes (required: mutual TLS), optional (checked if sent), no")
+	fs.BoolVar(&o.tls.httpTLS, "http-tls", false, "serve the admin HTTP port (--http) over TLS with the --tls-* files")
 	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", o.logLevel, "log level: trace, debug, info, warn, error")
 	fs.Var(versionFlag{&o.showVersion}, "version", "print the version and exit")
@@ -119,6 +131,16 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		if _, _, err := net.SplitHostPort(o.coord.Advertise); err != nil {
 			return o, usagef("--advertise %q: want host:port (%v)", o.coord.Advertise, err)
 		}
+	}
+	if err := o.tls.check(); err != nil {
+		return o, err
+	}
+	if o.requirepassFile != "" {
+		pws, err := worker.ReadPasswordFile(o.requirepassFile)
+		if err != nil {
+			return o, usagef("--requirepass-file %q: %v", o.requirepassFile, err)
+		}
+		o.passwords = pws
 	}
 	// The library bounds the lead by the horizon anyway; a lead asked for
 	// beyond it is a mistake worth saying (the default is not asked for).

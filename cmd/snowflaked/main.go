@@ -89,6 +89,10 @@ type daemon struct {
 	drain   time.Duration
 	// shutdownDelay: how long IDs are still served, not ready, after a signal.
 	shutdownDelay time.Duration
+	// pw re-reads --requirepass-file on SIGHUP; nil without one.
+	pw *passwords
+	// tls is the TLS listener and configs (--tls-listen, --http-tls).
+	tls *tlsSide
 }
 
 func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
@@ -123,6 +127,12 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
+	side, err := newTLSSide(&o.tls, log, reg)
+	if err != nil {
+		ln.Close()
+		httpLn.Close()
+		return nil, err
+	}
 	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
 	var fleet *coordinator.Fleet
 	if err == nil {
@@ -137,14 +147,23 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 		if err == nil {
 			log.Info("starting", "version", cc.Version, "listen", ln.Addr().String(), "http", httpLn.Addr().String(),
 				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
-			return &daemon{
-				log: log, ln: ln, httpLn: srv.AdminListener(httpLn), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout, shutdownDelay: o.shutdownDelay,
+			d := &daemon{
+				log: log, ln: ln, httpLn: srv.AdminListener(httpLn), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout,
+				shutdownDelay: o.shutdownDelay, tls: side,
 				httpSrv: srv.AdminServer(srv.Handler(reg)),
-			}, nil
+			}
+			if o.requirepassFile != "" {
+				srv.SetPasswords(o.passwords)
+				d.pw = &passwords{path: o.requirepassFile, srv: srv, log: log}
+			}
+			return d, nil
 		}
 	}
 	ln.Close()
 	httpLn.Close()
+	if side.ln != nil {
+		side.ln.Close()
+	}
 	return nil, err
 }
 
@@ -160,6 +179,8 @@ func (d *daemon) run() error {
 			_ = d.srv.Shutdown(context.Background())
 		})
 	}
+	// ID server over TLS (--tls-listen): drained with the plaintext one.
+	d.tls.addActor(&g, d.srv)
 	{
 		// Lease: cancelled only after the server drained; Run then seals the
 		// generator and releases the slot.
@@ -180,16 +201,16 @@ func (d *daemon) run() error {
 	{
 		// Admin HTTP: up until the lease is released, so /readyz shows 503
 		// during the drain.
-		g.Add(func() error {
-			if err := d.httpSrv.Serve(d.httpLn); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("admin http: %w", err)
-			}
-			return nil
-		}, func(error) {
+		g.Add(func() error { return d.tls.serveHTTP(d.httpSrv, d.httpLn) }, func(error) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			_ = d.httpSrv.Shutdown(ctx)
 		})
+	}
+	if d.pw != nil {
+		// Passwords: re-read on SIGHUP, until the shutdown.
+		ctx, cancel := context.WithCancel(context.Background())
+		g.Add(func() error { return d.pw.reloadLoop(ctx) }, func(error) { cancel() })
 	}
 	{
 		// Signals: SIGINT or SIGTERM turns /readyz to 503, waits out

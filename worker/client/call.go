@@ -76,10 +76,15 @@ func (c *Client) try(ctx context.Context, req func(*Conn) error) error {
 func (c *Client) do(ctx context.Context, e *endpoint, req func(*Conn) error) error {
 	e.inflight.Add(1)
 	defer e.inflight.Add(-1)
-	conn, started, err := e.acquire(ctx, c.cfg.DialTimeout, c.cfg.IdleTimeout)
+	conn, started, err := e.acquire(ctx, c.cfg.DialTimeout, c.cfg.IdleTimeout, DialOptions{Password: c.cfg.Password, TLS: c.cfg.TLS})
 	if err != nil {
+		var re *ReplyError
 		if expired(ctx) || errors.Is(err, errGone) || errors.Is(err, errDown) {
 			return err // no fault of the worker: no backoff
+		}
+		if errors.As(err, &re) && !re.Retryable() {
+			c.m.errReply.Inc() // WRONGPASS: another worker would say the same
+			return err
 		}
 		c.m.broken.Inc()
 		c.backoff(e, started, err)

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -35,8 +36,16 @@ type Config struct {
 	// so that a connection the worker closed is not mistaken for a failing
 	// worker.
 	IdleTimeout time.Duration
-	// DialTimeout bounds opening one connection to a worker.
+	// DialTimeout bounds opening one connection to a worker, its TLS
+	// handshake and AUTH included.
 	DialTimeout time.Duration
+	// Password is what each connection sends with AUTH when it opens,
+	// for workers run with --requirepass-file; "" sends none.
+	Password string
+	// TLS, when set, makes every connection TLS with this configuration
+	// (workers' --tls-listen port; ServerName defaults to the worker's
+	// host as discovered); nil: plaintext.
+	TLS *tls.Config
 	// RequestTimeout bounds one round trip to one worker: a worker slower
 	// than this is treated as broken and the call moves on to another.
 	RequestTimeout time.Duration

@@ -38,18 +38,18 @@ type Conn struct {
 	used   time.Time // when the pool last handed it out
 }
 
-// Dial connects to a worker at addr (host:port); ctx bounds the dial.
+// Dial connects to a worker at addr (host:port) in plaintext, without a
+// password; ctx bounds the dial. DialWith does TLS and AUTH.
 func Dial(ctx context.Context, addr string) (*Conn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("dial worker %s: %w", addr, err)
-	}
-	if tc, ok := nc.(*net.TCPConn); ok {
-		_ = tc.SetNoDelay(true)
-	}
-	return &Conn{addr: addr, nc: nc, r: bufio.NewReaderSize(nc, readBufSize), wbuf: make([]byte, 0, 256)}, nil
+	return DialWith(ctx, addr, DialOptions{})
 }
+
+func newConn(addr string, nc net.Conn) *Conn {
+	return &Conn{addr: addr, nc: nc, r: bufio.NewReaderSize(nc, readBufSize), wbuf: make([]byte, 0, 256)}
+}
+
+// noDeadline clears a deadline.
+var noDeadline time.Time
 
 // Addr is the worker's address.
 func (c *Conn) Addr() string { return c.addr }

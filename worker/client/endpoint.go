@@ -60,7 +60,7 @@ func (e *endpoint) healthy(now int64) bool { return e.downUntil.Load() <= now }
 // and returns errDown if the worker went into backoff meanwhile. started
 // is when the slot was taken and the worker found healthy: the request's
 // start for its accounting (failed, succeeded).
-func (e *endpoint) acquire(ctx context.Context, dialTimeout, idle time.Duration) (c *Conn, started int64, err error) {
+func (e *endpoint) acquire(ctx context.Context, dialTimeout, idle time.Duration, opts DialOptions) (c *Conn, started int64, err error) {
 	select {
 	case c = <-e.slots:
 	default:
@@ -90,7 +90,7 @@ func (e *endpoint) acquire(ctx context.Context, dialTimeout, idle time.Duration)
 		return c, started, nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-	c, err = Dial(dctx, e.addr)
+	c, err = DialWith(dctx, e.addr, opts)
 	cancel()
 	if err != nil {
 		e.slots <- nil

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+)
+
+// fleetRow is one fleet found, as printed and as JSON.
+type fleetRow struct {
+	Ensemble    string `json:"ensemble"`
+	Root        string `json:"root"`
+	Layout      string `json:"layout"`
+	Datacenters string `json:"datacenters"`
+	Slots       int    `json:"slots"`
+	Error       string `json:"error,omitempty"`
+}
+
+// fleetsReport is the --json output.
+type fleetsReport struct {
+	Fleets   []fleetRow `json:"fleets"`
+	Overlaps []string   `json:"overlaps"`
+	// Failed are the ensembles that could not be scanned whole.
+	Failed []string `json:"failed"`
+}
+
+// runFleets is snowflakectl fleets: every fleet of the ensembles given, and
+// the overlaps between them, in one ensemble or across them (IDs of two
+// regions collide as surely as those of two roots in one ensemble).
+func runFleets(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("fleets", "[--zk-auth user:password] [--json] ENSEMBLE [ENSEMBLE...]",
+		"Lists every fleet root in the ensembles given (each argument one ensemble's\n"+
+			"comma-separated host:port list) with the datacenters it owns, and exits 1\n"+
+			"when two of them own a datacenter in common, in one ensemble or across\n"+
+			"ensembles, or when an ensemble could not be scanned whole. Run it with every\n"+
+			"region's ensemble before opening a region.")
+	auth := fs.String("zk-auth", "", "ZooKeeper digest auth `user:password`; fleet roots are world-readable, so rarely needed")
+	asJSON := fs.Bool("json", false, "print one JSON object {fleets, overlaps, failed}")
+	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read per ensemble")
+	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching and scanning each ensemble")
+	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
+		return rc
+	}
+	if fs.NArg() == 0 {
+		return usageError(stderr, "fleets", "give at least one ensemble (host:port[,host:port...])")
+	}
+	if *auth != "" && !strings.Contains(*auth, ":") {
+		return usageError(stderr, "fleets", "--zk-auth must be user:password")
+	}
+	if *scanLimit < 1 || *timeout <= 0 {
+		return usageError(stderr, "fleets", "--scan-limit %d and --timeout %v must be positive", *scanLimit, *timeout)
+	}
+	var ensembles [][]string
+	seen := map[string]bool{}
+	for _, a := range fs.Args() {
+		servers := coordinator.SplitAddrs(a)
+		if len(servers) == 0 {
+			return usageError(stderr, "fleets", "ensemble %q lists no host:port", a)
+		}
+		for _, s := range servers {
+			if _, _, err := net.SplitHostPort(s); err != nil {
+				return usageError(stderr, "fleets", "ensemble %q: %q is not host:port", a, s)
+			}
+		}
+		key := append([]string(nil), servers...)
+		sort.Strings(key)
+		if k := strings.Join(key, ","); !seen[k] {
+			seen[k] = true
+			ensembles = append(ensembles, servers)
+		}
+	}
+	rep := fleetsReport{Fleets: []fleetRow{}, Overlaps: []string{}, Failed: []string{}}
+	var all []coordinator.FleetRoot
+	for _, servers := range ensembles {
+		name := strings.Join(servers, ",")
+		scan, err := scanEnsemble(servers, *auth, *scanLimit, *timeout)
+		if err != nil {
+			rep.Failed = append(rep.Failed, name)
+			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %v\n", name, err)
+			continue
+		}
+		for _, f := range scan.Fleets {
+			row := fleetRow{Ensemble: name, Root: f.Root, Layout: f.Layout, Datacenters: f.Owned.String(), Slots: f.Owned.Slots()}
+			if f.Err != nil {
+				row.Error = f.Err.Error()
+				f.Owned = coordinator.AllDatacenters // unverifiable: counts as owning all
+			}
+			rep.Fleets = append(rep.Fleets, row)
+			f.Root = name + f.Root
+			all = append(all, f)
+		}
+		for _, p := range scan.Unreadable {
+			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s is not readable to us; nothing below it was seen\n", name, p)
+		}
+	}
+	for _, o := range coordinator.Overlaps(all) {
+		rep.Overlaps = append(rep.Overlaps, o.String())
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep)
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ENSEMBLE\tROOT\tLAYOUT\tDATACENTERS\tSLOTS")
+		for _, r := range rep.Fleets {
+			dcs := r.Datacenters
+			if r.Error != "" {
+				dcs = "(unreadable: " + r.Error + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Ensemble, r.Root, r.Layout, dcs, r.Slots)
+		}
+		tw.Flush()
+		for _, o := range rep.Overlaps {
+			fmt.Fprintf(stdout, "OVERLAP: %s\n", o)
+		}
+		fmt.Fprintf(stdout, "%d fleet(s) in %d ensemble(s); %d overlap(s)\n", len(rep.Fleets), len(ensembles)-len(rep.Failed), len(rep.Overlaps))
+	}
+	if len(rep.Overlaps) > 0 || len(rep.Failed) > 0 {
+		return exitFailure
+	}
+	return exitOK
+}
+
+// scanEnsemble finds the fleets of one ensemble, bounded by timeout.
+func scanEnsemble(servers []string, auth string, limit int, timeout time.Duration) (coordinator.Scan, error) {
+	conn, err := coordinator.Dial(servers, auth, min(max(timeout, 2*time.Second), 10*time.Second), hclog.NewNullLogger())
+	if err != nil {
+		return coordinator.Scan{}, err
+	}
+	defer conn.Close()
+	type result struct {
+		s   coordinator.Scan
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := coordinator.ScanFleets(conn, limit)
+		done <- result{s, err}
+	}()
+	select {
+	case r := <-done:
+		return r.s, r.err
+	case <-time.After(timeout):
+		return coordinator.Scan{}, fmt.Errorf("did not answer within %v (--timeout)", timeout)
+	}
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+)
+
+// runInit is snowflakectl init: it makes a fleet's root owning the given
+// datacenters, after checking that no other fleet of the ensemble owns one.
+func runInit(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("init", "[--zk HOST:PORT,...] [--zk-root /snowflake] [--datacenters 0-3,8]",
+		"Makes a fleet's root znode with its 1,024 slot nodes, owning the datacenters\n"+
+			"--datacenters (ranges such as 0-3,8; all 32 when not given). Its workers claim\n"+
+			"only inside them. Refused when another fleet of the ensemble (found by its\n"+
+			"layout marker anywhere in the tree) owns one of them. A root that exists with\n"+
+			"the same datacenters is left alone (exit 0); with others, refused.")
+	var z zkFlags
+	z.register(fs)
+	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8 (default all 32: 0-31)")
+	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read while looking for the ensemble's other fleets")
+	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching ZooKeeper and making the root")
+	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
+		return rc
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "init", "unexpected argument %q", fs.Arg(0))
+	}
+	servers, err := z.check()
+	if err != nil {
+		return usageError(stderr, "init", "%v", err)
+	}
+	owned := coordinator.AllDatacenters
+	if set := flagSet(fs); set["datacenters"] {
+		if owned, err = coordinator.ParseDCSet(*dcs); err != nil {
+			return usageError(stderr, "init", "--datacenters: %v", err)
+		}
+	}
+	if *scanLimit < 1 {
+		return usageError(stderr, "init", "--scan-limit %d must be at least 1", *scanLimit)
+	}
+	if *timeout <= 0 {
+		return usageError(stderr, "init", "--timeout %v must be positive", *timeout)
+	}
+	conn, err := coordinator.Dial(servers, z.auth, min(*timeout, 10*time.Second), hclog.NewNullLogger())
+	if err != nil {
+		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
+		return exitFailure
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	res, err := coordinator.InitRoot(ctx, conn, z.root, coordinator.ACL(z.auth), owned, *scanLimit)
+	if err != nil {
+		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
+		if errors.Is(err, zk.ErrNoAuth) {
+			fmt.Fprintln(stderr, "snowflakectl init: ZooKeeper refused a write; pass --zk-auth")
+		}
+		return exitFailure
+	}
+	where := strings.Join(servers, ",")
+	if !res.Made {
+		fmt.Fprintf(stdout, "root %s on %s exists already, layout %s, owning datacenters %s; left as it is\n", z.root, where, res.Layout, owned)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "made root %s on %s, layout %s, owning datacenters %s (%d slots); %d other fleet(s) in the ensemble, none overlapping (%d znodes read)\n",
+		z.root, where, res.Layout, owned, owned.Slots(), len(res.Scan.Fleets), res.Scan.Nodes)
+	return exitOK
+}
+
+// flagSet names the flags given on the command line.
+func flagSet(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/worker"
+)
+
+// passwords reads --requirepass-file at start (a bad file is a flag
+// error: exit 2) and again on every SIGHUP, when a bad file is logged and
+// the passwords in force are kept: a typo during a rotation must not open
+// the service nor lock every client out.
+type passwords struct {
+	path string
+	srv  *worker.Server
+	log  hclog.Logger
+}
+
+// reloadLoop re-reads the file on SIGHUP until ctx ends.
+func (p *passwords) reloadLoop(ctx context.Context) error {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-hup:
+		}
+		pws, err := worker.ReadPasswordFile(p.path)
+		if err != nil {
+			p.log.Error("SIGHUP: cannot re-read --requirepass-file; the passwords in force stay", "error", err)
+			continue
+		}
+		p.srv.SetPasswords(pws)
+		p.log.Info("SIGHUP: passwords re-read", "file", p.path, "passwords", len(pws))
+	}
+}

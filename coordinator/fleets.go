@@ -1,0 +1,255 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// IDs are unique per (ensemble, root) and, across roots, only as far as the
+// fleets' datacenters are disjoint: two fleets owning one datacenter hand
+// out the same slots. So a worker finds every fleet of its ensemble before
+// it serves, and refuses to serve when another one owns a datacenter its
+// own root owns.
+
+var (
+	// ErrFleetOverlap: another fleet of the ensemble owns a datacenter this
+	// fleet owns (or would own).
+	ErrFleetOverlap = errors.New("fleets overlap")
+	// ErrOutsideFleet: the worker is pinned to a datacenter its fleet does
+	// not own.
+	ErrOutsideFleet = errors.New("datacenter outside the fleet's ranges")
+	// ErrScanLimit: the ensemble holds more nodes outside fleet roots than
+	// the scan may read, so the fleets in it are not known for sure.
+	ErrScanLimit = errors.New("too many znodes to find every fleet")
+)
+
+// DefaultScanLimit is how many znodes a scan for fleets reads at most.
+const DefaultScanLimit = 10000
+
+// FleetRoot is one fleet's root found in an ensemble.
+type FleetRoot struct {
+	// Root is the root znode's path.
+	Root string
+	// Layout is the root's layout name.
+	Layout string
+	// Owned are the datacenters it owns; Err is set instead when its
+	// ranges do not read.
+	Owned DCSet
+	Err   error
+}
+
+// Scan is what ScanFleets found.
+type Scan struct {
+	// Fleets are the fleet roots, sorted by path.
+	Fleets []FleetRoot
+	// Nodes is how many znodes were read.
+	Nodes int
+	// Unreadable are nodes whose data or children ZooKeeper refused us
+	// (their ACL): a fleet's root is always world-readable, so none of
+	// them is one, but nothing below them was seen either.
+	Unreadable []string
+}
+
+// ScanFleets walks the ensemble's tree breadth first from / and returns
+// every fleet root in it, recognised by its layout marker (a JSON "layout"
+// starting with snowfleet/slots/) wherever it sits. It does not descend
+// into a fleet root (whose 2,000 children are its own), nor into
+// /zookeeper. It reads at most limit nodes (DefaultScanLimit when <= 0)
+// and fails with ErrScanLimit beyond: the scope cannot then be verified.
+// go-zookeeper has no call timeouts: bound the call from outside.
+func ScanFleets(conn *zk.Conn, limit int) (Scan, error) {
+	if limit <= 0 {
+		limit = DefaultScanLimit
+	}
+	var (
+		res Scan
+		mu  sync.Mutex
+	)
+	level := []string{"/"}
+	for len(level) > 0 {
+		if res.Nodes+len(level) > limit {
+			return res, fmt.Errorf("%w: more than %d znodes outside fleet roots (raise the scan limit)", ErrScanLimit, limit)
+		}
+		res.Nodes += len(level)
+		var next []string
+		err := forEach(level, func(p string) error {
+			data, st, err := conn.Get(p)
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+				return nil
+			case errors.Is(err, zk.ErrNoAuth):
+				mu.Lock()
+				res.Unreadable = append(res.Unreadable, p)
+				mu.Unlock()
+				return nil
+			case err != nil:
+				return fmt.Errorf("scan for fleets: read %s: %w", p, err)
+			}
+			if f, ok := asFleet(p, data); ok {
+				mu.Lock()
+				res.Fleets = append(res.Fleets, f)
+				mu.Unlock()
+				return nil
+			}
+			if st.NumChildren == 0 {
+				return nil
+			}
+			kids, _, err := conn.Children(p)
+			switch {
+			case errors.Is(err, zk.ErrNoNode):
+				return nil
+			case errors.Is(err, zk.ErrNoAuth):
+				mu.Lock()
+				res.Unreadable = append(res.Unreadable, p)
+				mu.Unlock()
+				return nil
+			case err != nil:
+				return fmt.Errorf("scan for fleets: list %s: %w", p, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, k := range kids {
+				if c := path.Join(p, k); c != "/zookeeper" {
+					next = append(next, c)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return res, err
+		}
+		sort.Strings(next)
+		level = next
+	}
+	sort.Slice(res.Fleets, func(i, j int) bool { return res.Fleets[i].Root < res.Fleets[j].Root })
+	sort.Strings(res.Unreadable)
+	return res, nil
+}
+
+// asFleet reads a node's data as a fleet root's JSON.
+func asFleet(p string, data []byte) (FleetRoot, bool) {
+	if !strings.Contains(string(data), layoutMarker) {
+		return FleetRoot{}, false
+	}
+	var info RootInfo
+	if json.Unmarshal(data, &info) != nil || !strings.HasPrefix(info.Layout, layoutMarker) {
+		return FleetRoot{}, false
+	}
+	f := FleetRoot{Root: p, Layout: info.Layout}
+	f.Owned, f.Err = info.Owned()
+	return f, true
+}
+
+// Overlap is two fleets owning the same datacenters.
+type Overlap struct {
+	A, B FleetRoot
+	// Both are the datacenters both own.
+	Both DCSet
+}
+
+func (o Overlap) String() string {
+	return fmt.Sprintf("%s (%s) and %s (%s) both own datacenters %s", o.A.Root, o.A.Owned, o.B.Root, o.B.Owned, o.Both)
+}
+
+// Overlaps are the pairs of fleets that own a datacenter in common.
+func Overlaps(fleets []FleetRoot) []Overlap {
+	var out []Overlap
+	for i := range fleets {
+		for j := i + 1; j < len(fleets); j++ {
+			if both := fleets[i].Owned & fleets[j].Owned; both != 0 {
+				out = append(out, Overlap{A: fleets[i], B: fleets[j], Both: both})
+			}
+		}
+	}
+	return out
+}
+
+// CheckScope is ErrFleetOverlap naming the first fleet of scan, other
+// than root itself, that owns one of owned's datacenters; nil when none
+// does. A fleet whose ranges do not read counts as owning all 32: its
+// scope cannot be verified.
+func CheckScope(root string, owned DCSet, scan Scan) error {
+	for _, f := range scan.Fleets {
+		if f.Root == root {
+			continue
+		}
+		theirs := f.Owned
+		if f.Err != nil {
+			theirs = AllDatacenters
+		}
+		if both := theirs & owned; both != 0 {
+			return fmt.Errorf("%w: root %s owns datacenters %s, and root %s in the same ensemble owns %s (both: %s); give each fleet its own ranges (snowflakectl init --datacenters)",
+				ErrFleetOverlap, root, owned, f.Root, fleetRanges(f), both)
+		}
+	}
+	return nil
+}
+
+func fleetRanges(f FleetRoot) string {
+	if f.Err != nil {
+		return "(unreadable ranges: " + f.Err.Error() + ")"
+	}
+	return f.Owned.String()
+}
+
+// scan runs ScanFleets on the session, bounded by the scan timeout.
+func (s *session) scan(ctx context.Context) (Scan, error) {
+	var res Scan
+	err := s.c.call(ctx, scanTimeout, func() (err error) { res, err = ScanFleets(s.conn, s.c.cfg.ScanLimit); return })
+	if err != nil {
+		return Scan{}, fmt.Errorf("find the ensemble's fleets: %w", err)
+	}
+	return res, nil
+}
+
+// scanTimeout bounds one scan of the ensemble (10,000 reads, 32 at once).
+const scanTimeout = fillTimeout
+
+// checkScope reads the datacenters the root owns, refuses a pinned
+// datacenter outside them, and refuses to serve when another fleet of the
+// ensemble owns one of them.
+func (s *session) checkScope(ctx context.Context, info RootInfo) error {
+	root := s.c.cfg.Root
+	owned, err := info.Owned()
+	if err != nil {
+		return fmt.Errorf("root %s: %w", root, err)
+	}
+	if dc := s.c.cfg.Datacenter; dc >= 0 && !owned.Has(dc) {
+		return fmt.Errorf("%w: pinned datacenter %d is outside the datacenters root %s owns (%s)", ErrOutsideFleet, dc, root, owned)
+	}
+	res, err := s.scan(ctx)
+	if err != nil {
+		return err
+	}
+	if err := CheckScope(root, owned, res); err != nil {
+		return err
+	}
+	s.owned = owned
+	s.c.log.Info("fleet scope verified", "root", root, "datacenters", owned.String(),
+		"fleets_in_ensemble", len(res.Fleets), "znodes_read", res.Nodes)
+	return nil
+}
+
+// checkNoFleets is called before a worker makes its absent root, which
+// would own all 32 datacenters: any other fleet of the ensemble overlaps it.
+func (s *session) checkNoFleets(ctx context.Context) error {
+	res, err := s.scan(ctx)
+	if err != nil {
+		return err
+	}
+	for _, f := range res.Fleets {
+		if f.Root != s.c.cfg.Root {
+			return fmt.Errorf("%w: root %s does not exist, and a root a worker makes owns all %d datacenters, overlapping root %s (%s) in the same ensemble; make it with snowflakectl init --datacenters",
+				ErrFleetOverlap, s.c.cfg.Root, AllDatacenters.Len(), f.Root, fleetRanges(f))
+		}
+	}
+	return nil
+}

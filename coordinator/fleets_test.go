@@ -1,0 +1,185 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+func TestParseDCSet(t *testing.T) {
+	for in, want := range map[string]string{
+		"0-3,8": "0-3,8", "8, 0-3": "0-3,8", "31": "31", "0-31": "0-31",
+		"0,1,2,5-6": "0-2,5-6", " 7 ": "7",
+	} {
+		got, err := ParseDCSet(in)
+		if err != nil || got.String() != want {
+			t.Errorf("ParseDCSet(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if s, _ := ParseDCSet("0-31"); s != AllDatacenters || s.Slots() != snowflake.Slots {
+		t.Errorf("0-31 = %b (%d slots), want every datacenter", s, s.Slots())
+	}
+	for _, in := range []string{"", "5-2", "40", "-1", "0-32", "1,,2", "a", "1-", "0-3,2", "03"} {
+		if s, err := ParseDCSet(in); !errors.Is(err, ErrBadRanges) || !strings.Contains(err.Error(), "") {
+			t.Errorf("ParseDCSet(%q) = %v, %v; want ErrBadRanges", in, s, err)
+		}
+	}
+}
+
+// runUntilErr runs a coordinator on cfg and returns Run's error, which must
+// come within 15 s: a worker refusing its scope never serves.
+func runUntilErr(t *testing.T, cfg Config) (error, *Coordinator) {
+	t.Helper()
+	c, err := New(cfg, testLogger(t, "w"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err = c.Run(ctx)
+	if ctx.Err() != nil {
+		t.Fatalf("Run did not refuse within 15s (status %+v)", c.Status())
+	}
+	return err, c
+}
+
+// TestFleetScope: init makes ranged roots and refuses an overlapping one
+// wherever it would sit; workers claim only inside their root's ranges,
+// refuse a pinned datacenter outside them, refuse a root another fleet
+// overlaps, and do not make an all-32 root beside another fleet.
+func TestFleetScope(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	ctx := context.Background()
+	acl := zk.WorldACL(zk.PermAll)
+	mustDC := func(s string) DCSet {
+		d, err := ParseDCSet(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+
+	res, err := InitRoot(ctx, obs, "/region/eu", acl, mustDC("0-1"), 0)
+	if err != nil || !res.Made || res.Layout != LayoutV3 {
+		t.Fatalf("init /region/eu 0-1: %+v, %v; want made, layout v3", res, err)
+	}
+	if m, err := ReadSlotMap(obs, "/region/eu"); err != nil || len(m.Slots) != snowflake.Slots || m.Free() != 64 {
+		t.Fatalf("slot map of /region/eu: %d slot nodes, free %d, %v; want 1024 nodes, 64 free", len(m.Slots), m.Free(), err)
+	}
+	// Again with the same ranges: nothing done; with others: refused.
+	if res, err := InitRoot(ctx, obs, "/region/eu", acl, mustDC("0-1"), 0); err != nil || res.Made {
+		t.Fatalf("init again: %+v, %v; want left alone", res, err)
+	}
+	if _, err := InitRoot(ctx, obs, "/region/eu", acl, mustDC("0-2"), 0); !errors.Is(err, ErrRootExists) {
+		t.Fatalf("init with other ranges: %v; want ErrRootExists", err)
+	}
+	// A second fleet: disjoint is fine, deep in the tree too; overlapping
+	// is refused and nothing is made.
+	if _, err := InitRoot(ctx, obs, "/apps/x/us", acl, mustDC("2-3,8"), 0); err != nil {
+		t.Fatalf("init /apps/x/us 2-3,8: %v", err)
+	}
+	_, err = InitRoot(ctx, obs, "/other", acl, mustDC("8-9"), 0)
+	if !errors.Is(err, ErrFleetOverlap) || !strings.Contains(err.Error(), "/apps/x/us") || !strings.Contains(err.Error(), "both: 8") {
+		t.Fatalf("init /other 8-9: %v; want ErrFleetOverlap naming /apps/x/us and datacenter 8", err)
+	}
+	if ok, _, _ := obs.Exists("/other"); ok {
+		t.Fatal("a refused init made its root")
+	}
+	scan, err := ScanFleets(obs, 0)
+	if err != nil || len(scan.Fleets) != 2 || scan.Fleets[0].Root != "/apps/x/us" || scan.Fleets[1].Root != "/region/eu" {
+		t.Fatalf("scan: %+v, %v; want the two fleets", scan, err)
+	}
+	if _, err := ScanFleets(obs, 3); !errors.Is(err, ErrScanLimit) {
+		t.Fatalf("scan limited to 3 nodes: %v; want ErrScanLimit", err)
+	}
+
+	// Workers of /region/eu claim only in datacenters 0-1: 64 slots, so
+	// the 65th stands by.
+	cfg := testConfig(zs.Addr())
+	cfg.Root = "/region/eu"
+	for i := range 8 {
+		w := startWorker(t, "eu", cfg, nil)
+		waitFor(t, 10*time.Second, "worker ready", w.c.Ready)
+		if sl, _ := snowflake.ParseSlot(w.c.Status().Slot); sl.Datacenter > 1 {
+			t.Fatalf("worker %d of a fleet owning 0-1 claimed %s", i, w.c.Status().Slot)
+		}
+	}
+	// Pinned outside the range: refused, naming both.
+	pinned := cfg
+	pinned.Datacenter = 5
+	err, _ = runUntilErr(t, pinned)
+	if !errors.Is(err, ErrOutsideFleet) || !strings.Contains(err.Error(), "5") || !strings.Contains(err.Error(), "0-1") {
+		t.Fatalf("worker pinned to 5 in a 0-1 fleet: %v; want ErrOutsideFleet naming 5 and 0-1", err)
+	}
+	// A worker on an absent root would make one owning all 32: refused.
+	absent := cfg
+	absent.Root = "/fresh"
+	err, _ = runUntilErr(t, absent)
+	if !errors.Is(err, ErrFleetOverlap) || !strings.Contains(err.Error(), "snowflakectl init") {
+		t.Fatalf("worker on an absent root beside other fleets: %v; want ErrFleetOverlap", err)
+	}
+	if ok, _, _ := obs.Exists("/fresh"); ok {
+		t.Fatal("a refused worker made its root")
+	}
+	// A fleet that appeared beside ours (two inits racing, a hand edit)
+	// overlapping it: new workers of both refuse to start.
+	raw := rootInfo(LayoutV3, time.Now())
+	raw.Datacenters = "1"
+	if _, err := obs.Create("/rogue", encodeRoot(raw), 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	err, c := runUntilErr(t, cfg)
+	if !errors.Is(err, ErrFleetOverlap) || !strings.Contains(err.Error(), "/rogue") || c.Status().Claims != 0 {
+		t.Fatalf("worker of a fleet overlapped by /rogue: %v (claims %d); want ErrFleetOverlap, nothing claimed", err, c.Status().Claims)
+	}
+	rogue := cfg
+	rogue.Root = "/rogue"
+	if err, _ := runUntilErr(t, rogue); !errors.Is(err, ErrFleetOverlap) {
+		t.Fatalf("worker of /rogue: %v; want ErrFleetOverlap", err)
+	}
+}
+
+// TestV3RootFinishedByWorker: a v3 root left partial (its maker died) is
+// finished by a worker, which keeps its ranges; a v2 build cannot read
+// the name v3 (tested as Compatible).
+func TestV3RootFinishedByWorker(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	info := rootInfo(LayoutV3Partial, time.Now().Add(-time.Minute))
+	info.Datacenters = "4"
+	acl := zk.WorldACL(zk.PermAll)
+	if _, err := obs.Multi(&zk.CreateRequest{Path: "/half", Data: encodeRoot(info), Acl: acl},
+		&zk.CreateRequest{Path: "/half/leases", Acl: acl}, &zk.CreateRequest{Path: "/half/slots", Acl: acl}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(zs.Addr())
+	cfg.Root = "/half"
+	cfg.fillWait = 100 * time.Millisecond
+	w := startWorker(t, "w", cfg, nil)
+	waitFor(t, 15*time.Second, "worker ready", w.c.Ready)
+	if sl, _ := snowflake.ParseSlot(w.c.Status().Slot); sl.Datacenter != 4 {
+		t.Fatalf("claimed %s in a fleet owning datacenter 4", w.c.Status().Slot)
+	}
+	m, err := ReadSlotMap(obs, "/half")
+	if err != nil || len(m.Slots) != snowflake.Slots || m.Owned.String() != "4" {
+		t.Fatalf("finished root: %d slot nodes, owns %s, %v; want 1024 and 4", len(m.Slots), m.Owned, err)
+	}
+	data, _, _ := obs.Get("/half")
+	if !strings.Contains(string(data), `"layout": "`+LayoutV3+`"`) || !strings.Contains(string(data), `"datacenters": "4"`) {
+		t.Fatalf("finished root JSON: %s", data)
+	}
+	// What a v2 build checks: its layout name only.
+	if strings.Contains(LayoutV3, Layout) || strings.Contains(LayoutV3Partial+LayoutV3, Layout) {
+		t.Fatal("a v3 layout name contains the v2 one")
+	}
+	bad := RootInfo{Layout: Layout, EpochMs: snowflake.Epoch, Bits: info.Bits, Datacenters: "1"}
+	if err := bad.Compatible(); !errors.Is(err, ErrLayoutMismatch) {
+		t.Fatalf("a v2 root naming ranges: %v; want ErrLayoutMismatch", err)
+	}
+}

@@ -1,0 +1,206 @@
+package worker
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snowfleet/snowfleet/worker/resp"
+)
+
+// AUTH works as Redis's requirepass: with passwords set, a connection is
+// refused every command but AUTH, HELLO … AUTH and QUIT until it
+// authenticates; without, AUTH accepts anything, as Redis does with its
+// password-less default user. Two passwords may be in force at once, so a
+// rotation accepts the old and the new until every client has the new.
+
+// ErrPasswordFile: a password file is missing, unreadable, empty, holds
+// more than MaxPasswords, or can be read by others.
+var ErrPasswordFile = errors.New("bad password file")
+
+// MaxPasswords is how many passwords a password file may hold: the current
+// one and, during a rotation, the next.
+const MaxPasswords = 2
+
+const (
+	replyNoAuth    = "NOAUTH Authentication required."
+	replyWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
+	replyHelloAuth = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	// defaultUser is Redis's one user name; AUTH default <pw> is AUTH <pw>.
+	defaultUser = "default"
+)
+
+// ReadPasswordFile reads one password per line (at most MaxPasswords; blank
+// lines and a trailing CR are ignored). A file others may read, write or
+// run is refused (not on Windows, which has no such mode bits): a password
+// is only as secret as its file.
+func ReadPasswordFile(path string) ([][]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPasswordFile, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrPasswordFile, path)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o007 != 0 {
+		return nil, fmt.Errorf("%w: %s is accessible to others (mode %v); chmod o-rwx it", ErrPasswordFile, path, st.Mode().Perm())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPasswordFile, err)
+	}
+	var pws [][]byte
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		if len(line) == 0 {
+			continue
+		}
+		pws = append(pws, line)
+	}
+	switch {
+	case len(pws) == 0:
+		return nil, fmt.Errorf("%w: %s holds no password", ErrPasswordFile, path)
+	case len(pws) > MaxPasswords:
+		return nil, fmt.Errorf("%w: %s holds %d passwords; at most %d, one per line (the current one and, while rotating, the next)",
+			ErrPasswordFile, path, len(pws), MaxPasswords)
+	}
+	return pws, nil
+}
+
+// auth is the server's password state.
+type auth struct {
+	// digests are the SHA-256 of the passwords in force; nil: none set.
+	// Comparing digests keeps the compare constant-time in the length too.
+	digests atomic.Pointer[[][sha256.Size]byte]
+	// kinds are the commands an unauthenticated connection may send.
+	authCmd, helloCmd, quitCmd cmdKind
+	failures                   prometheus.Counter
+}
+
+func newAuth(reg prometheus.Registerer, cmds commandTable) (*auth, error) {
+	a := &auth{
+		authCmd: cmds.lookup([]byte("auth")), helloCmd: cmds.lookup([]byte("hello")), quitCmd: cmds.lookup([]byte("quit")),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_auth_failures_total",
+			Help: "AUTH and HELLO AUTH attempts refused with WRONGPASS (a wrong password, or a user other than default).",
+		}),
+	}
+	if reg != nil {
+		if err := reg.Register(a.failures); err != nil {
+			return nil, fmt.Errorf("register auth metrics: %w", err)
+		}
+	}
+	return a, nil
+}
+
+// SetPasswords puts pws in force for the connections that authenticate
+// from now on (none: AUTH accepts anything, and new connections need
+// none); connections already authenticated stay so, as in Redis.
+func (s *Server) SetPasswords(pws [][]byte) {
+	if len(pws) == 0 {
+		s.auth.digests.Store(nil)
+		return
+	}
+	d := make([][sha256.Size]byte, len(pws))
+	for i, p := range pws {
+		d[i] = sha256.Sum256(p)
+	}
+	s.auth.digests.Store(&d)
+}
+
+// required reports whether passwords are in force.
+func (a *auth) required() bool { return a.digests.Load() != nil }
+
+// check compares pw with every password in force, in constant time, and
+// counts a failure.
+func (a *auth) check(user, pw []byte) bool {
+	d := a.digests.Load()
+	if d == nil {
+		return true
+	}
+	sum := sha256.Sum256(pw)
+	ok := 0
+	for i := range *d {
+		ok |= subtle.ConstantTimeCompare(sum[:], (*d)[i][:])
+	}
+	if user != nil && string(user) != defaultUser {
+		ok = 0
+	}
+	if ok != 1 {
+		a.failures.Inc()
+		return false
+	}
+	return true
+}
+
+// gate answers -NOAUTH for a command an unauthenticated connection may
+// not send; false: the command may run.
+func (c *conn) gate(k cmdKind) bool {
+	a := c.s.auth
+	if !a.required() {
+		c.authed = true // until a password is set, a connection needs none
+		return false
+	}
+	if k == a.authCmd || k == a.helloCmd || k == a.quitCmd {
+		return false
+	}
+	c.wbuf = resp.AppendError(c.wbuf, replyNoAuth)
+	return true
+}
+
+// auth is AUTH [user] password.
+func (c *conn) auth(args [][]byte) result {
+	var user, pw []byte
+	switch len(args) {
+	case 2:
+		pw = args[1]
+	case 3:
+		user, pw = args[1], args[2]
+	default:
+		c.wrongArgs("auth")
+		return resError
+	}
+	if !c.s.auth.required() {
+		if user == nil {
+			c.wbuf = resp.AppendError(c.wbuf, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+			return resError
+		}
+		c.wbuf = resp.AppendSimple(c.wbuf, "OK")
+		return resOK
+	}
+	if !c.s.auth.check(user, pw) {
+		c.wbuf = resp.AppendError(c.wbuf, replyWrongPass)
+		return resError
+	}
+	c.authed = true
+	c.wbuf = resp.AppendSimple(c.wbuf, "OK")
+	return resOK
+}
+
+// helloAuth checks HELLO's AUTH option (user, pw; nil when not given) and
+// answers the refusal; true: HELLO may go on.
+func (c *conn) helloAuth(user, pw []byte) bool {
+	if !c.s.auth.required() {
+		return true // any credentials are accepted, as Redis does without a password
+	}
+	if pw == nil {
+		if c.authed {
+			return true
+		}
+		c.wbuf = resp.AppendError(c.wbuf, replyHelloAuth)
+		return false
+	}
+	if !c.s.auth.check(user, pw) {
+		c.wbuf = resp.AppendError(c.wbuf, replyWrongPass)
+		return false
+	}
+	c.authed = true
+	return true
+}
