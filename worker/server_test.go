@@ -611,7 +611,9 @@ func TestMetricsRegisteredTwice(t *testing.T) {
 }
 
 func TestNoZooKeeper(t *testing.T) {
-	w := startWorker(t, "127.0.0.1:1", false, nil)
+	// The connection stays open after a refusal, so that go-redis (no
+	// retries) reads each one; the close is TestCloseOnNoLease's.
+	w := startWorker(t, "127.0.0.1:1", false, func(c *Config) { c.CloseOnNoLease = false })
 	c := w.client()
 	ctx := context.Background()
 	if err := c.Ping(ctx).Err(); err != nil {

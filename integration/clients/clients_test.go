@@ -38,7 +38,8 @@ type window struct {
 // TestRealClientsThroughBalancer draws at least 100,000 IDs with each of
 // redis-py, node-redis (string mode) and redis-cli through HAProxy while
 // one worker is SIGKILLed, one SIGSTOPped past its session timeout and
-// resumed, and one SIGTERMed. Every ID is kept: none repeats, each decodes
+// resumed, and one SIGTERMed, each the one with the most client
+// connections at the time. Every ID is kept: none repeats, each decodes
 // to a slot a worker held and to a time within the run, and every error a
 // client saw falls inside a fault's window.
 func TestRealClientsThroughBalancer(t *testing.T) {
@@ -130,9 +131,12 @@ func TestRealClientsThroughBalancer(t *testing.T) {
 	}
 }
 
-// injectFaults kills ws[0], pauses ws[1] past its session timeout and then
-// resumes it, and stops ws[2] with SIGTERM; ws[3] serves throughout. It
-// returns each fault's window.
+// injectFaults kills one worker, pauses another past its session timeout
+// and then resumes it, and stops a third with SIGTERM; the fourth serves
+// throughout. Each fault goes to the worker, of those not yet faulted,
+// with the most client connections at that moment (round robin over
+// connections that come and go leaves no worker sure to have one), so
+// that every fault reaches clients. It returns each fault's window.
 func injectFaults(ctx context.Context, ws []*fleettest.Worker) []window {
 	const grace = 2 * time.Second // health checks (100ms), redispatch, client back-off
 	sleep := func(d time.Duration) {
@@ -141,27 +145,39 @@ func injectFaults(ctx context.Context, ws []*fleettest.Worker) []window {
 		case <-time.After(d):
 		}
 	}
+	left := append([]*fleettest.Worker(nil), ws...)
+	busiest := func() (*fleettest.Worker, int64) {
+		best, n := 0, int64(-1)
+		for i, w := range left {
+			if c := connections(w); c > n {
+				best, n = i, c
+			}
+		}
+		w := left[best]
+		left = append(left[:best], left[best+1:]...)
+		return w, n
+	}
 	var out []window
 
 	sleep(1500 * time.Millisecond)
-	n0 := connections(ws[0])
+	w, n := busiest()
 	t0 := time.Now()
-	ws[0].Kill()
-	out = append(out, window{name: "SIGKILL w0", start: t0, end: time.Now().Add(grace), conns: n0, quiet: true})
+	w.Kill()
+	out = append(out, window{name: "SIGKILL " + w.Addr, start: t0, end: time.Now().Add(grace), conns: n, quiet: true})
 
 	sleep(grace + 500*time.Millisecond) // windows apart, so each fault's errors are its own
-	n1 := connections(ws[1])
+	w, n = busiest()
 	t1 := time.Now()
-	ws[1].Pause()
+	w.Pause()
 	sleep(sessionTimeout + 1500*time.Millisecond)
-	ws[1].Resume()
-	out = append(out, window{name: "SIGSTOP/SIGCONT w1", start: t1, end: time.Now().Add(grace), conns: n1})
+	w.Resume()
+	out = append(out, window{name: "SIGSTOP/SIGCONT " + w.Addr, start: t1, end: time.Now().Add(grace), conns: n})
 
 	sleep(grace + 500*time.Millisecond)
-	n2 := connections(ws[2])
+	w, n = busiest()
 	t2 := time.Now()
-	_ = ws[2].Term(10 * time.Second)
-	out = append(out, window{name: "SIGTERM w2", start: t2, end: time.Now().Add(grace), conns: n2, quiet: true})
+	_ = w.Term(10 * time.Second)
+	out = append(out, window{name: "SIGTERM " + w.Addr, start: t2, end: time.Now().Add(grace), conns: n, quiet: true})
 	return out
 }
 
