@@ -27,8 +27,8 @@ func scenarios() []scenario {
 		{"e kill the ZooKeeper leader", 3, "", killZKLeader},
 		{"f stop 2 of 3 ZooKeeper nodes", 3, ceiling, loseQuorum},
 		{"g1 restart with the clock behind", 3, stops, clockBehindRestart},
-		{"g2 clock steps back while serving (refuse)", 3, "the stepped worker refuses (-CLOCKBACK) until its clock catches up", clockStepBack(snowflake.Refuse)},
-		{"g2l clock steps back while serving (logical)", 3, "", clockStepBack(snowflake.Logical)},
+		{"g2 clock steps back while serving (refuse)", 3, "the stepped worker refuses (-CLOCKBACK) until its clock catches up, and the added worker may while it claims", clockStepBack(snowflake.Refuse)},
+		{"g2l clock steps back while serving (logical)", 3, "the added worker may refuse a request while it claims", clockStepBack(snowflake.Logical)},
 		{"h rolling SIGTERM restart", 3, stops, rollingRestart},
 		{"i ZooKeeper partition, worker on the minority", 3, "the worker on the cut-off server may lose its session and re-claim", zkPartition},
 		{"j ZooKeeper slow (renews slower than the interval)", 3, "the proxied worker is stopped at the end", zkSlow},
@@ -509,6 +509,7 @@ func clockStepBack(mode snowflake.ClockBackPolicy) func(env) result {
 			seen += n - errsBefore[k]
 		}
 		e.must(e.st.CopyTo(e.ctx, w, "/chaos-clock", "0s\n"), "put the clock right")
+		e.must(e.st.Scale(e.ctx, 3), "stop the added worker")
 		switch mode {
 		case snowflake.Refuse:
 			if refusals+errsAfter["CLOCKBACK"]-errsBefore["CLOCKBACK"] == 0 {
