@@ -33,6 +33,17 @@ type session struct {
 	relist    time.Duration
 	lostRaces int
 	relisted  bool // the standby listed again after a slow listing
+	// standbyNode is our standby node while we stand by (standby.go), made
+	// on standbySession; standbyRetryAt delays a retry after a failure.
+	standbyNode    string
+	standbySession int64
+	standbyRetryAt time.Time
+	// standbyWatch is the armed watch on standby/ while holding, and
+	// standbyNames its last listing.
+	standbyWatch <-chan zk.Event
+	standbyNames []string
+	// shortened: the last renew used StandbyHorizon (for the log).
+	shortened bool
 }
 
 // dial opens a session without credentials; go-zookeeper's event channel

@@ -65,6 +65,10 @@ type SlotMap struct {
 	// one never held), those ever used in a v1 root; a slot missing here
 	// is damage.
 	Slots map[snowflake.Slot]SlotRecord
+	// Standbys are the workers waiting for a slot (nodes in standby/),
+	// sorted by name: while one waits for a range, its holders reserve
+	// only StandbyHorizon ahead.
+	Standbys []StandbyInfo
 }
 
 // readParallel bounds the concurrent Gets of a map read.
@@ -80,7 +84,11 @@ func ReadSlotMap(conn *zk.Conn, root string) (SlotMap, error) {
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return SlotMap{}, fmt.Errorf("list %s: %w", SlotsPath(root), err)
 	}
-	m := SlotMap{Leases: leases, Slots: make(map[snowflake.Slot]SlotRecord, len(names))}
+	standbys, err := readStandbys(conn, root)
+	if err != nil {
+		return SlotMap{}, err
+	}
+	m := SlotMap{Leases: leases, Slots: make(map[snowflake.Slot]SlotRecord, len(names)), Standbys: standbys}
 	var mu sync.Mutex
 	err = forEach(names, func(name string) error {
 		s, err := snowflake.ParseSlot(name)
