@@ -38,9 +38,6 @@ func (s *session) hold(ctx context.Context, l *lease) {
 	c.log.Info("serving slot", "slot", l.slot, "lease", l.name,
 		"floor_ms", l.floor, "ceiling", time.UnixMilli(l.ceiling).UTC())
 
-	if s.standbyWatch == nil {
-		s.watchStandbys(ctx)
-	}
 	t := time.NewTicker(c.cfg.Renew)
 	defer t.Stop()
 	orphanTick := time.NewTicker(orphanRelist)
@@ -52,14 +49,6 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			return
 		case <-t.C:
 		case <-c.wake:
-		case <-s.standbyWatch:
-			// A standby came or went: list again (and re-arm); the
-			// horizon follows at the next renew.
-			s.standbyWatch = nil
-			if ctx.Err() == nil {
-				s.watchStandbys(ctx)
-			}
-			continue
 		case <-orphanTick.C:
 			if ctx.Err() == nil && len(s.orphans) > 0 {
 				// A create of ours whose answer was lost may land after
@@ -85,9 +74,7 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			c.setState(StateDisconnected)
 			continue
 		}
-		if s.standbyWatch == nil {
-			s.watchStandbys(ctx) // the last listing failed, or standby/ was made
-		}
+		s.listStandbys(ctx) // a standby waiting shortens this renew
 		res, err := s.renew(ctx, l, gen)
 		switch res {
 		case writeOK:
@@ -142,7 +129,7 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 	for attempt := 0; ; attempt++ {
 		now := c.nowMs()
 		target := c.reservedUntilH(now, l.ceiling, h)
-		if want := c.reservedUntilH(now, l.floor, h); want < l.ceiling {
+		if want := c.reservedUntilH(now, l.floor, h); waiting && want < l.ceiling {
 			// Shorten: nothing below l.floor (what earlier holders may
 			// have issued) nor below what we issued (LowerCeiling).
 			l.ceiling = gen.LowerCeiling(want)

@@ -38,9 +38,7 @@ type session struct {
 	standbyNode    string
 	standbySession int64
 	standbyRetryAt time.Time
-	// standbyWatch is the armed watch on standby/ while holding, and
-	// standbyNames its last listing.
-	standbyWatch <-chan zk.Event
+	// standbyNames is the last listing of standby/ while holding.
 	standbyNames []string
 	// shortened: the last renew used StandbyHorizon (for the log).
 	shortened bool

@@ -30,7 +30,7 @@ import (
 // lands later is our own node (ErrNodeExists), found and deleted by name,
 // and it goes with the session in any case. standby/ itself is made by the
 // first standby (it is advisory: a missing or refused node costs only the
-// shortening, never an ID).
+// shortening, never an ID). Holders list standby/ at each renew.
 
 // standbyRetry is how long a standby whose node could not be made waits
 // before trying again (the failure is logged once per try).
@@ -179,32 +179,23 @@ func (s *session) hideStandby(ctx context.Context) {
 	s.standbyNode, s.standbySession = "", 0
 }
 
-// watchStandbys reads standby/ with a watch into standbyNames. With
-// standby/ absent it watches for its creation. On an error (ZooKeeper
-// away) the last listing stands and the next renew looks again.
-func (s *session) watchStandbys(ctx context.Context) {
-	dir := StandbyPath(s.c.cfg.Root)
-	var (
-		names []string
-		w     <-chan zk.Event
-		ok    bool
-	)
+// listStandbys reads the names in standby/ into standbyNames, once a
+// renew: a read of a node that is empty but while a standby waits. (Not a
+// watch: every holder's armed watch would be re-set by go-zookeeper on each
+// reconnect, and its v1.0.4 sendSetWatches races its receive loop.) On an
+// error (ZooKeeper away) the last listing stands; none: no standby.
+func (s *session) listStandbys(ctx context.Context) {
+	var names []string
 	err := s.c.call(ctx, 0, func() (err error) {
-		names, _, w, err = s.conn.ChildrenW(dir)
-		if errors.Is(err, zk.ErrNoNode) {
-			names = nil
-			ok, _, w, err = s.conn.ExistsW(dir)
-			if err == nil && ok {
-				w = nil // made meanwhile: list it at the next renew
-			}
-		}
+		names, _, err = s.conn.Children(StandbyPath(s.c.cfg.Root))
 		return err
 	})
-	if err != nil {
-		s.standbyWatch = nil
-		return
+	switch {
+	case errors.Is(err, zk.ErrNoNode):
+		s.standbyNames = nil
+	case err == nil:
+		s.standbyNames = names
 	}
-	s.standbyWatch, s.standbyNames = w, names
 }
 
 // horizonFor is the horizon a holder reserves with: StandbyHorizon while a
