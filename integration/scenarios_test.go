@@ -22,6 +22,7 @@ func scenarios() []scenario {
 		{"g1 restart with the clock behind", 3, clockBehindRestart},
 		{"g2 clock steps back while serving", 3, clockStepBack},
 		{"h rolling SIGTERM restart", 3, rollingRestart},
+		outageScenario, // outage_test.go
 	}
 }
 
@@ -103,6 +104,7 @@ func (e env) standbyFor(n int) (*Placeholders, Container) {
 		s, _ := getStatus(e.ctx, standby)
 		return s.State == coordinator.StateStandby
 	})
+	e.shortened(n)
 	return p, standby
 }
 
@@ -159,7 +161,7 @@ func pauseWorker(e env) (int, time.Time, string) {
 	slot := e.status(w).Slot
 	p, standby := e.standbyFor(3)
 	e.docker("pause", w.ID)
-	took := e.waitFor(sessionTimeout+horizon+15*time.Second, "the standby takes the paused worker's slot", func() bool {
+	took := e.waitFor(sessionTimeout+standbyHorizon+15*time.Second, "the standby takes the paused worker's slot", func() bool {
 		s, _ := getStatus(e.ctx, standby)
 		return s.State == coordinator.StateServing && s.Slot == slot
 	})
@@ -186,7 +188,7 @@ func partitionWorker(e env) (int, time.Time, string) {
 	p, standby := e.standbyFor(3)
 	net := e.st.Network("zk")
 	e.docker("network", "disconnect", net, w.ID)
-	took := e.waitFor(sessionTimeout+horizon+15*time.Second, "the standby takes the cut-off worker's slot", func() bool {
+	took := e.waitFor(sessionTimeout+standbyHorizon+15*time.Second, "the standby takes the cut-off worker's slot", func() bool {
 		s, _ := getStatus(e.ctx, standby)
 		return s.State == coordinator.StateServing && s.Slot == slot
 	})
@@ -246,22 +248,24 @@ func killZKLeader(e env) (int, time.Time, string) {
 		leader.Service, election.Seconds(), after.clientErrs-before.clientErrs, after.redisErrs-before.redisErrs)
 }
 
-// f: stop two of three ZooKeeper nodes for longer than the horizon: every
-// worker runs past its ceiling and refuses (-NOLEASE), none serves beyond it.
+// f: stop two of three ZooKeeper nodes for 8 s: within the horizon, so
+// every worker serves on its confirmed ceiling and no client sees an error.
 func loseQuorum(e env) (int, time.Time, string) {
+	before := e.col.n.snap()
 	leader, others := e.zkModes()
 	stopped := []Container{leader, others[0]}
 	for _, z := range stopped {
 		e.docker("kill", "-s", "KILL", z.ID)
 	}
-	e.sleep(horizon + 3*time.Second)
+	e.sleep(8 * time.Second)
 	healed := time.Now()
 	for _, z := range stopped {
 		e.docker("start", z.ID)
 	}
 	e.must(e.st.WaitZK(e.ctx, 60*time.Second), "quorum after the restart")
+	e.noErrorsSince(before, "2 of 3 ZooKeeper nodes down")
 	return 3, healed, fmt.Sprintf("%s and %s down for %v; quorum back %.1f s after the restart",
-		stopped[0].Service, stopped[1].Service, horizon+3*time.Second, time.Since(healed).Seconds())
+		stopped[0].Service, stopped[1].Service, 8*time.Second, time.Since(healed).Seconds())
 }
 
 // g1: kill -9 a worker, set its clock 5 s behind, start it: the only free

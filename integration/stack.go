@@ -19,12 +19,15 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
-// Timings of the stack under test, passed to the compose file. Short, so
-// that every fault heals within seconds.
+// Timings of the stack under test, passed to the compose file. Session
+// and renew short, so that every fault heals within seconds; the horizons
+// the daemon's defaults (issue 15: 40 s rides out an outage, 5 s while a
+// standby waits).
 const (
 	sessionTimeout = 4 * time.Second
 	renew          = 400 * time.Millisecond
-	horizon        = 5 * time.Second
+	horizon        = coordinator.DefaultHorizon
+	standbyHorizon = coordinator.DefaultStandbyHorizon
 	maxSkew        = 10 * time.Second
 	datacenter     = 3 // the workers are pinned to one datacenter: 32 slots
 	zkRoot         = "/snowflake"
@@ -59,6 +62,7 @@ func NewStack(t testing.TB, project string) *Stack {
 			"SNOWFLAKE_SESSION_TIMEOUT=" + sessionTimeout.String(),
 			"SNOWFLAKE_RENEW=" + renew.String(),
 			"SNOWFLAKE_HORIZON=" + horizon.String(),
+			"SNOWFLAKE_STANDBY_HORIZON=" + standbyHorizon.String(),
 			// Wide, so that a clock moved by the chaos build keeps serving
 			// and the suite tests what the leases alone guarantee; the skew
 			// guard (refusing at 1 s by default) would hide it.
