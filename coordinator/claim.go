@@ -132,6 +132,7 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			continue
 		}
 		s.lostRaces = 0
+		s.hideStandby(ctx)
 		c.claims.Add(1)
 		c.m.claims.Inc()
 		c.m.claimTime.Observe(time.Since(start).Seconds())
@@ -321,6 +322,7 @@ func (s *session) standby(ctx context.Context) {
 		c.setState(StateStandby)
 		s.relist = standbyRelist
 	}
+	s.showStandby(ctx) // once per session: holders of our range shorten
 	// Uniform in [relist/2, 3*relist/2): standbys started together drift apart.
 	t := time.NewTimer(s.relist/2 + time.Duration(mrand.Int64N(int64(s.relist))))
 	defer t.Stop()

@@ -37,6 +37,15 @@ type Config struct {
 	// most it can serve without reaching ZooKeeper, and the most a successor
 	// may have to wait after a crash.
 	Horizon time.Duration
+	// StandbyHorizon replaces Horizon while a standby waits for a slot of
+	// the holder's range (a node in standby/ that may take its slot): the
+	// holder lowers its reservation to it at the next renew, so that a
+	// crash passes its slot on within about SessionTimeout +
+	// StandbyHorizon. It must exceed Renew; the value in force is
+	// min(StandbyHorizon, Horizon) (as with MaxClockLead, a Horizon set
+	// below the default needs no StandbyHorizon of its own); 0 means
+	// Horizon: never shorten.
+	StandbyHorizon time.Duration
 	// MaxReservationWait is how long a claimer waits for its clock to pass a
 	// slot's stored reservation; a slot needing longer (a clock behind) is
 	// released and another one tried.
@@ -78,8 +87,9 @@ type Config struct {
 	fillWait time.Duration
 }
 
-// DefaultConfig: session timeout 6s, renew 1s, horizon 5s, any datacenter,
-// root /snowflake.
+// DefaultConfig: session timeout 6s, renew 1s, horizon 40s (a ZooKeeper
+// outage of 30 s, with its restart, costs no ID), standby horizon 5s, any
+// datacenter, root /snowflake.
 func DefaultConfig() Config {
 	return Config{
 		Servers:            []string{"127.0.0.1:2181"},
@@ -88,7 +98,8 @@ func DefaultConfig() Config {
 		ScanLimit:          DefaultScanLimit,
 		SessionTimeout:     6 * time.Second,
 		Renew:              time.Second,
-		Horizon:            5 * time.Second,
+		Horizon:            DefaultHorizon,
+		StandbyHorizon:     DefaultStandbyHorizon,
 		MaxReservationWait: 15 * time.Second,
 		MaxSkew:            time.Second,
 		ReleaseTimeout:     2 * time.Second,
@@ -138,6 +149,9 @@ func (c Config) Validate() error {
 	if c.Horizon > 24*time.Hour {
 		return bad("Horizon", c.Horizon, "is above 24h")
 	}
+	if c.StandbyHorizon < 0 || c.StandbyHorizon > 0 && c.standbyHorizon() <= c.Renew {
+		return bad("StandbyHorizon", c.StandbyHorizon, fmt.Sprintf("must exceed Renew %v, or the ceiling runs out between renewals (0 = never shorten)", c.Renew))
+	}
 	if c.MaxReservationWait < 0 {
 		return bad("MaxReservationWait", c.MaxReservationWait, "is negative")
 	}
@@ -159,12 +173,31 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// callTimeout bounds one ZooKeeper call: go-zookeeper has no request
-// timeouts of its own.
+// DefaultHorizon rides out a ZooKeeper outage of 30 s: the reservation a
+// holder confirmed just before it (at least Horizon - Renew ahead) lasts
+// through the outage, the ensemble's restart and the reconnect (about 4 s
+// in the chaos suite), with room to spare.
+const DefaultHorizon = 40 * time.Second
+
+// DefaultStandbyHorizon is the reservation while a standby waits: a crashed
+// holder's slot passes on within about the session timeout plus this.
+const DefaultStandbyHorizon = 5 * time.Second
+
+// standbyHorizon is the reservation while a standby waits: StandbyHorizon,
+// never beyond Horizon; Horizon when StandbyHorizon is 0.
+func (c Config) standbyHorizon() time.Duration {
+	if c.StandbyHorizon == 0 {
+		return c.Horizon
+	}
+	return min(c.StandbyHorizon, c.Horizon)
+}
+
 // clockLead is the logical clock's bound in force: MaxClockLead, but never
 // beyond Horizon, which bounds the ceiling anyway.
 func (c Config) clockLead() time.Duration { return min(c.MaxClockLead, c.Horizon) }
 
+// callTimeout bounds one ZooKeeper call: go-zookeeper has no request
+// timeouts of its own.
 func (c Config) callTimeout() time.Duration {
 	return min(max(c.SessionTimeout/2, 200*time.Millisecond), 5*time.Second)
 }

@@ -97,9 +97,11 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Coordinator,
 		cfg: cfg, log: log, acl: ACL(cfg.Auth), clock: cfg.Clock,
 		wake: make(chan struct{}, 1), state: StateStopped, since: time.Now(),
 	}
-	if cfg.Horizon > cfg.SessionTimeout {
-		log.Warn("horizon is longer than the session timeout: a crashed holder's slot waits out the horizon",
-			"horizon", cfg.Horizon, "session_timeout", cfg.SessionTimeout)
+	if sh := cfg.standbyHorizon(); sh > cfg.SessionTimeout {
+		// Horizon above the session timeout is the default (it rides out
+		// outages); only a waiting standby's takeover needs the short one.
+		log.Warn("standby horizon is longer than the session timeout: a waiting standby waits it out after a crash",
+			"standby_horizon", sh, "session_timeout", cfg.SessionTimeout)
 	}
 	m, err := newMetrics(reg, c)
 	if err != nil {

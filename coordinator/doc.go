@@ -10,6 +10,8 @@
 //	  _c_<guid>-dc07-m13-0000000042   JSON {addr, http, host, pid, version, since}
 //	/snowflake/slots/       all 1,024 persistent slot nodes, made with the root:
 //	  dc07-m13              JSON {reserved_until_ms, last_ms, holder, updated_ms}
+//	/snowflake/standby/     one ephemeral node per waiting standby:
+//	  dc07-s<session>       JSON {addr, http, host, pid, version, since}
 //
 // A missing slot node (or root, leases/, slots/) is damage: workers refuse
 // it and never re-create it; snowflakectl repair does, with RepairSlots.
@@ -27,7 +29,8 @@
 // claim.go (the lease type; list leases/, create our node, the lowest
 // sequence wins, wait past the stored reservation R, the first fenced
 // write), hold.go (the generator is made and IDs are served; the renew
-// loop; a lost lease), release.go (seal, lower the reservation, delete the
+// loop, shortened while a standby waits; a lost lease), standby.go (the
+// standby nodes: made by a standby, listed by holders), release.go (seal, lower the reservation, delete the
 // node). Below them: fence.go (the reservation rule, the one helper that
 // writes a reservation, the fenced Multi and how its result is classified,
 // the skew it measures), session.go (the ZooKeeper session: dial, auth,

@@ -18,7 +18,13 @@ import (
 // our lease node's ctime at claim) plus Horizon, so a clock running ahead
 // cannot make a successor wait out its skew.
 func (c *Coordinator) reservedUntil(now, floor int64) int64 {
-	h := c.cfg.Horizon.Milliseconds()
+	return c.reservedUntilH(now, floor, c.cfg.Horizon)
+}
+
+// reservedUntilH is reservedUntil with horizon: Horizon, or StandbyHorizon
+// while a standby waits (renew).
+func (c *Coordinator) reservedUntilH(now, floor int64, horizon time.Duration) int64 {
+	h := horizon.Milliseconds()
 	until := now + h
 	if abs(c.skewMs.Load()) > c.cfg.MaxSkew.Milliseconds() {
 		if zkMs := c.mtimeMs.Load(); zkMs > 0 {

@@ -77,6 +77,7 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			c.setState(StateDisconnected)
 			continue
 		}
+		s.listStandbys(ctx) // a standby waiting shortens this renew
 		res, err := s.renew(ctx, l, gen)
 		switch res {
 		case writeOK:
@@ -109,13 +110,34 @@ func (s *session) hold(ctx context.Context, l *lease) {
 
 // renew raises the reservation to reservedUntil(now, confirmed ceiling) —
 // never lower, whatever the clock did — and records the last issued
-// timestamp. The generator's ceiling moves only after the write is
+// timestamp. The generator's ceiling moves up only after the write is
 // confirmed.
+//
+// While a standby waits for our range (see standby.go) the horizon is
+// StandbyHorizon, and a reservation further ahead than that is lowered, in
+// the order release lowers one: the generator's ceiling first (never below
+// its last issued timestamp), then the fenced write of that value. An
+// unknown outcome leaves the higher value stored, which only delays a
+// successor; the generator already stops at the lower one.
 func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator) (writeResult, error) {
 	c := s.c
+	waiting := standbyCounts(s.standbyNames, l.slot.Datacenter)
+	h := c.horizonFor(waiting)
+	if waiting != s.shortened {
+		s.shortened = waiting
+		c.log.Info("reservation horizon changed: a standby waits for our range", "slot", l.slot,
+			"standby_waiting", waiting, "horizon", h)
+	}
+	c.m.horizon.Set(h.Seconds())
 	for attempt := 0; ; attempt++ {
 		now := c.nowMs()
-		target := c.reservedUntil(now, l.ceiling)
+		target := c.reservedUntilH(now, l.ceiling, h)
+		if want := c.reservedUntilH(now, l.floor, h); waiting && want < l.ceiling {
+			// Shorten: nothing below l.floor (what earlier holders may
+			// have issued) nor below what we issued (LowerCeiling).
+			l.ceiling = gen.LowerCeiling(want)
+			target = l.ceiling
+		}
 		var last int64
 		if gen.Issued() > 0 {
 			last = gen.LastMs()

@@ -32,6 +32,7 @@ type metrics struct {
 	undecodable prometheus.Counter
 	claimTime   prometheus.Histogram
 	skew        prometheus.Gauge
+	horizon     prometheus.Gauge
 	missing     *prometheus.CounterVec
 	headroom    prometheus.GaugeFunc
 	ready       prometheus.GaugeFunc
@@ -87,6 +88,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Name: "snowflake_coordinator_missing_znodes_total",
 			Help: "Nodes of the layout found missing (root, leases, slots, slot), counted at each look: damage for an operator to repair.",
 		}, []string{"znode"}),
+		horizon: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snowflake_coordinator_reservation_horizon_seconds",
+			Help: "The horizon of the holder's last renew: --horizon, or --standby-horizon while a standby waits for its range.",
+		}),
 		skew: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snowflake_coordinator_clock_skew_seconds",
 			Help: "ZooKeeper leader mtime minus the local clock, outside the write's send/receive window (0 inside).",
@@ -138,7 +143,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.renew,
-			m.renewErrors, m.undecodable, m.claimTime, m.skew, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward} {
+			m.renewErrors, m.undecodable, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

@@ -36,6 +36,15 @@ type session struct {
 	// owned are the datacenters the root owns, read (and checked against
 	// the ensemble's other fleets) by ensureRoot; claims stay inside them.
 	owned DCSet
+	// standbyNode is our standby node while we stand by (standby.go), made
+	// on standbySession; standbyRetryAt delays a retry after a failure.
+	standbyNode    string
+	standbySession int64
+	standbyRetryAt time.Time
+	// standbyNames is the last listing of standby/ while holding.
+	standbyNames []string
+	// shortened: the last renew used StandbyHorizon (for the log).
+	shortened bool
 }
 
 // dial opens a session without credentials; go-zookeeper's event channel

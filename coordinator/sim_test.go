@@ -217,3 +217,107 @@ func TestSimStandbyHerd(t *testing.T) {
 		freed, served[freed/2].Round(time.Millisecond), served[freed-1].Round(time.Millisecond), float64(total)/freed, most)
 	t.Logf("HERD: while freeing: %.1f listings of leases/ per second (%.0f names/s)", churn, churn*holders)
 }
+
+// TestSimChurn is the price of the default horizon under churn (make sim):
+// a fleet of 100 with one worker killed (kill -9: its session cut, no
+// release) and one started every second, for 70 s, with the defaults
+// (horizon 40 s, session 6 s). It reports how many slots are blocked at
+// once (a dead lease node, or a stored reservation ahead with no holder):
+// about churn × horizon once the first crashes' reservations run out.
+//
+//	go test -tags sim -run TestSimChurn -v -count=1 ./coordinator/
+func TestSimChurn(t *testing.T) {
+	const (
+		fleet = 100
+		churn = time.Second
+		run   = 70 * time.Second
+	)
+	zs := zktest.StartWith(t, zktest.Options{TickTime: 500 * time.Millisecond})
+	cfg := DefaultConfig() // session 6s, renew 1s, horizon 40s, standby horizon 5s
+	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: testWriter{t}})
+	obs := observer(t, zs.Addr())
+	type member struct {
+		c      *Coordinator
+		p      *zktest.Proxy
+		cancel context.CancelFunc
+	}
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); wg.Wait() }()
+	n := 0
+	start := func() member {
+		p := zktest.NewProxy(t, zs.Addr())
+		c := cfg
+		c.Servers = []string{p.Addr()}
+		co, err := New(c, log.Named(fmt.Sprintf("c%04d", n)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		cctx, ccancel := context.WithCancel(ctx)
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = co.Run(cctx) }()
+		return member{co, p, ccancel}
+	}
+	ms := make([]member, fleet)
+	for i := range ms {
+		ms[i] = start()
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	for _, m := range ms {
+		for !m.c.Ready() {
+			if time.Now().After(deadline) {
+				t.Fatal("fleet not ready within 120s")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	blocked := func() int {
+		names, _, err := obs.Children(LeasesPath(cfg.Root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		live := map[string]bool{}
+		for _, m := range ms {
+			if st := m.c.Status(); st.LeaseNode != "" {
+				live[st.LeaseNode] = true
+			}
+		}
+		held := holders(names)
+		sm, err := ReadSlotMap(obs, cfg.Root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().UnixMilli()
+		b := 0
+		for s, rec := range sm.Slots {
+			if h, ok := held[s]; ok {
+				if !live[h.name] {
+					b++
+				}
+			} else if rec.ReservedUntilMs > now {
+				b++
+			}
+		}
+		return b
+	}
+	began := time.Now()
+	most, k := 0, 0
+	tick := time.NewTicker(churn)
+	defer tick.Stop()
+	for time.Since(began) < run {
+		<-tick.C
+		victim := k % fleet
+		ms[victim].p.Blackhole() // kill -9
+		ms[victim].cancel()
+		ms[victim] = start()
+		k++
+		if k%5 == 0 {
+			b := blocked()
+			most = max(most, b)
+			t.Logf("CHURN: after %2d s (%d restarts): %d slots blocked", int(time.Since(began).Seconds()), k, b)
+		}
+	}
+	t.Logf("CHURN: fleet %d, 1 restart/s for %v, horizon %v, session %v: at most %d slots blocked at once (churn × horizon = %d)",
+		fleet, run, cfg.Horizon, cfg.SessionTimeout, most, int(cfg.Horizon/churn))
+}

@@ -68,6 +68,10 @@ type SlotMap struct {
 	// Owned are the datacenters the root owns (all 32 for a v1 or v2
 	// root, or when the root is missing): free slots are counted in them.
 	Owned DCSet
+	// Standbys are the workers waiting for a slot (nodes in standby/),
+	// sorted by name: while one waits for a range, its holders reserve
+	// only StandbyHorizon ahead.
+	Standbys []StandbyInfo
 }
 
 // Free is how many of the slots the fleet owns no lease holds.
@@ -94,7 +98,11 @@ func ReadSlotMap(conn *zk.Conn, root string) (SlotMap, error) {
 	if err != nil && !errors.Is(err, zk.ErrNoNode) {
 		return SlotMap{}, fmt.Errorf("list %s: %w", SlotsPath(root), err)
 	}
-	m := SlotMap{Leases: leases, Slots: make(map[snowflake.Slot]SlotRecord, len(names)), Owned: AllDatacenters}
+	standbys, err := readStandbys(conn, root)
+	if err != nil {
+		return SlotMap{}, err
+	}
+	m := SlotMap{Leases: leases, Slots: make(map[snowflake.Slot]SlotRecord, len(names)), Owned: AllDatacenters, Standbys: standbys}
 	if data, _, err := conn.Get(root); err == nil && len(data) > 0 {
 		var info RootInfo
 		if err := json.Unmarshal(data, &info); err != nil {

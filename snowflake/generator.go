@@ -416,3 +416,48 @@ func (g *Generator) Issued() uint64 {
 	}
 	return n
 }
+
+// LowerCeiling lowers the ceiling to unixMs, never below the last issued
+// timestamp (nor the floor), and returns the ceiling now in force, in Unix
+// ms. It is the first step of shortening a reservation: the generator stops
+// short of the lower value before ZooKeeper is told it, so an answer lost
+// on the way leaves the higher value stored, which is safe. A value at or
+// above the current ceiling changes nothing. Not to be called concurrently
+// with SetCeiling (the coordinator calls both from its renew loop).
+//
+// A call issuing IDs may have read the old ceiling just before: so that it
+// cannot then issue above the new one, LowerCeiling also moves the state
+// word with one CAS, which makes that call's CAS fail and read the ceiling
+// again. The move marks the last issued millisecond as used up (its
+// remaining sequence numbers are skipped; a state with nothing issued since
+// its floor moves one millisecond up), so the state never takes a value it
+// had before and no CAS can succeed on a stale one.
+func (g *Generator) LowerCeiling(unixMs int64) int64 {
+	want := unixMs - Epoch
+	for {
+		old := g.state.Load()
+		cur := g.ceiling.Load()
+		if old&sealedBit != 0 {
+			return cur + Epoch // nothing is issued any more
+		}
+		last := old & stateMask >> SequenceBits
+		if old&floorBit != 0 {
+			last++ // the floor's millisecond is never issued; move past it
+		}
+		c := max(want, last)
+		if c >= cur {
+			return cur + Epoch
+		}
+		g.ceiling.Store(c)
+		next := floorBit | last<<SequenceBits | MaxSequence
+		if g.state.CompareAndSwap(old, next) {
+			if old&floorBit == 0 {
+				g.done.Add(uint64(old&MaxSequence + 1))
+			}
+			return c + Epoch
+		}
+		// An ID was issued meanwhile (under the old ceiling, or the new
+		// one): put the ceiling back and look again.
+		g.ceiling.Store(cur)
+	}
+}

@@ -121,6 +121,9 @@ type slotsReport struct {
 	Datacenters string    `json:"datacenters"`
 	Owned       int       `json:"owned"`
 	Slots       []slotRow `json:"slots"`
+	// Standbys are the workers waiting for a slot; while one waits for a
+	// range, its holders reserve only --standby-horizon ahead.
+	Standbys []coordinator.StandbyInfo `json:"standbys"`
 }
 
 func runSlots(args []string, stdout, stderr io.Writer) int {
@@ -129,11 +132,12 @@ func runSlots(args []string, stdout, stderr io.Writer) int {
 			"reservation and its last issued timestamp, then how many slots are held, and\n"+
 			"how many of those in the fleet's datacenters are free. AHEAD is reserved_until - now (how far the holder's\n"+
 			"confirmed reservation runs ahead of this machine's clock; negative means it\n"+
-			"stopped renewing). IDLE is now - last issued (as of the holder's last renew).")
+			"stopped renewing). IDLE is now - last issued (as of the holder's last renew).\n"+
+			"Last, the standbys waiting for a slot (nodes in standby/).")
 	var z zkFlags
 	z.register(fs)
 	all := fs.Bool("all", false, "also list slots used before but not held now")
-	asJSON := fs.Bool("json", false, "print one JSON object {root, now_ms, held, free, used, slots: [...]}")
+	asJSON := fs.Bool("json", false, "print one JSON object {root, now_ms, held, free, used, slots: [...], standbys: [...]}")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and reading the map")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
 		return rc
@@ -173,7 +177,7 @@ func runSlots(args []string, stdout, stderr io.Writer) int {
 func buildSlotsReport(m coordinator.SlotMap, root string, now time.Time, all bool) slotsReport {
 	nowMs := now.UnixMilli()
 	rep := slotsReport{Root: root, NowMs: nowMs, Held: len(m.Leases), Free: m.Free(), Slots: []slotRow{},
-		Datacenters: m.Owned.String(), Owned: m.Owned.Slots()}
+		Datacenters: m.Owned.String(), Owned: m.Owned.Slots(), Standbys: append([]coordinator.StandbyInfo{}, m.Standbys...)}
 	for _, rec := range m.Slots {
 		if rec.Holder != "" { // made with the root but never held: not used
 			rep.Used++
@@ -237,6 +241,25 @@ func printSlots(w io.Writer, rep slotsReport, servers string) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "held %d, free %d (of %d in datacenters %s); %d slots ever used\n", rep.Held, rep.Free, rep.Owned, rep.Datacenters, rep.Used)
+	if len(rep.Standbys) == 0 {
+		fmt.Fprintln(w, "no standby waiting")
+		return
+	}
+	fmt.Fprintf(w, "%d standby waiting (their range's holders reserve only --standby-horizon ahead):\n", len(rep.Standbys))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STANDBY\tWAITS FOR\tADDR\tHOST\tPID\tSINCE")
+	for _, sb := range rep.Standbys {
+		rng := "any slot"
+		if sb.Datacenter >= 0 {
+			rng = fmt.Sprintf("datacenter %d", sb.Datacenter)
+		}
+		since := "-"
+		if !sb.Since.IsZero() {
+			since = sb.Since.UTC().Format(secTime)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", sb.Node, rng, orDash(sb.Addr), orDash(sb.Host), sb.PID, since)
+	}
+	tw.Flush()
 }
 
 const (

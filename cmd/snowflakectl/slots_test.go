@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
@@ -188,3 +189,41 @@ func TestUsageErrors(t *testing.T) {
 func slotsRun(a []string, o, e *bytes.Buffer) int { return runSlots(a, o, e) }
 func nextRun(a []string, o, e *bytes.Buffer) int  { return runNext(a, o, e) }
 func benchRun(a []string, o, e *bytes.Buffer) int { return runBench(a, o, e) }
+
+// A standby's node in standby/ (made here as a standby makes it) is listed
+// under the table and in --json.
+func TestSlotsShowsStandbys(t *testing.T) {
+	zks := zktest.Start(t)
+	root := "/slots-standby"
+	startHolder(t, zks.Addr(), root, "10.0.0.1:7609")
+	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	zkFlag := []string{"--zk", zks.Addr(), "--zk-root", root}
+	if rep := slotsJSON(t, append(zkFlag, "--json")); len(rep.Standbys) != 0 {
+		t.Fatalf("standbys %+v before any", rep.Standbys)
+	}
+	if _, err := conn.Create(coordinator.StandbyPath(root), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	data := []byte(`{"addr":"10.0.0.9:7609","host":"sb1","pid":42,"version":"test","since":"2026-12-03T10:00:00Z"}`)
+	if _, err := conn.Create(coordinator.StandbyPath(root)+"/dc05-s00000000000000ab", data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	rep := slotsJSON(t, append(zkFlag, "--json"))
+	if len(rep.Standbys) != 1 || rep.Standbys[0].Datacenter != 5 || rep.Standbys[0].Addr != "10.0.0.9:7609" || rep.Standbys[0].PID != 42 {
+		t.Fatalf("json standbys %+v, want the dc05 standby at 10.0.0.9:7609 pid 42", rep.Standbys)
+	}
+	var out, errb bytes.Buffer
+	if rc := runSlots(zkFlag, &out, &errb); rc != exitOK {
+		t.Fatalf("slots rc %d, stderr %s", rc, errb.String())
+	}
+	t.Logf("slots:\n%s", out.String())
+	for _, want := range []string{"1 standby waiting", "dc05-s00000000000000ab", "datacenter 5", "10.0.0.9:7609", "sb1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}

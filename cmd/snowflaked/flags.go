@@ -76,6 +76,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&c.SessionTimeout, coord("SessionTimeout", "session-timeout"), c.SessionTimeout, "ZooKeeper session timeout: how long a crashed worker keeps its slot")
 	fs.DurationVar(&c.Renew, coord("Renew", "renew"), c.Renew, "how often the reservation in ZooKeeper is extended")
 	fs.DurationVar(&c.Horizon, coord("Horizon", "horizon"), c.Horizon, "how far ahead of its clock the worker reserves timestamps: how long it serves without ZooKeeper")
+	fs.DurationVar(&c.StandbyHorizon, coord("StandbyHorizon", "standby-horizon"), c.StandbyHorizon, "the horizon while a standby waits for a slot of this worker's range: a crashed worker's slot then passes on within about --session-timeout plus this; above --renew, at most --horizon")
 	fs.DurationVar(&c.MaxSkew, coord("MaxSkew", "max-skew"), c.MaxSkew, "largest clock skew against ZooKeeper's leader before the worker stops serving")
 	fs.DurationVar(&c.ReleaseTimeout, coord("ReleaseTimeout", "release-timeout"), c.ReleaseTimeout, "bound on releasing the slot at shutdown when ZooKeeper is slow")
 	fs.Var(clockBackFlag{&c.OnClockBack}, coord("OnClockBack", "on-clock-back"), "what a clock step back does: logical (go on from the last issued timestamp, within --max-clock-lead and the confirmed ceiling; stays ready) or refuse (-CLOCKBACK and not ready until the clock catches up)")
@@ -146,6 +147,14 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	// beyond it is a mistake worth saying (the default is not asked for).
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["standby-horizon"] && o.coord.StandbyHorizon > o.coord.Horizon {
+		return o, usagef("--standby-horizon %v is larger than --horizon %v: it shortens the reservation while a standby waits",
+			o.coord.StandbyHorizon, o.coord.Horizon)
+	}
+	if sh := o.coord.StandbyHorizon; sh > 0 && min(sh, o.coord.Horizon) <= o.coord.Renew && o.coord.Horizon > o.coord.Renew {
+		return o, usagef("--standby-horizon %v is not larger than --renew %v: the shortened reservation would run out between renewals",
+			o.coord.StandbyHorizon, o.coord.Renew)
+	}
 	if set["max-clock-lead"] && o.coord.MaxClockLead > o.coord.Horizon {
 		return o, usagef("--max-clock-lead %v is larger than --horizon %v: the logical clock can never lead the clock by more than the reservation",
 			o.coord.MaxClockLead, o.coord.Horizon)

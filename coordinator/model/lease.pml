@@ -66,6 +66,14 @@
  *               re-created inside the fence at floor 0; needs MAXDEL >= 1
  *   V_VERSIONSET variant: renew and release are a versioned bare
  *               Set(slot, version), no Check -- holds (the version fences)
+ *   HS          the standby horizon (default 1; issue 15): at any renew a
+ *               holder may find a standby waiting and renew with HS; a
+ *               reservation above max(now + HS, l.floor) is then LOWERED:
+ *               gen.LowerCeiling first (never below glast), then the
+ *               fenced write of that value.  NOSHORTEN leaves the step out.
+ *   M_WRITEFIRST mutant: the shortening writes the lower value first and
+ *               lowers the generator's ceiling only once ZooKeeper
+ *               confirmed it
  */
 
 #ifndef NW
@@ -82,6 +90,9 @@
 #endif
 #ifndef MAXDEL
 #define MAXDEL 0
+#endif
+#ifndef HS
+#define HS 1
 #endif
 
 /* queued write kinds */
@@ -134,6 +145,7 @@ byte sval[NW];           /* target of the write it waits on */
 byte ceil[NW];           /* l.ceiling = the generator's ceiling */
 bool attempted[NW];      /* reserve: a write of ours may have landed */
 bool rat[NW];            /* release: second attempt used */
+bool lowering[NW];       /* M_WRITEFIRST: the write in the air lowers */
 /* generator */
 bool holding[NW];        /* a generator exists and is not sealed */
 byte glast[NW];          /* state word: timestamp */
@@ -338,7 +350,7 @@ inline issue(w) {
 
 /* the per-tenure state a new claim starts without */
 inline forget(w) {
-  verc[w] = 0; rf[w] = 0; sval[w] = 0; ceil[w] = 0; attempted[w] = 0; rat[w] = 0;
+  verc[w] = 0; rf[w] = 0; sval[w] = 0; ceil[w] = 0; attempted[w] = 0; rat[w] = 0; lowering[w] = 0;
   glast[w] = 0; gseq[w] = 0; gflr[w] = 0;
 #ifdef M_EARLYCEIL
   gceil[w] = 0;
@@ -490,10 +502,36 @@ end:
        gceil[w] = MAX(gceil[w], gt_);
 #endif
        gt_ = 0; pc[w] = RENEWING } }
+#ifndef NOSHORTEN
+  /* hold.go: renew while a standby waits (standby.go) -- want :=
+     reservedUntilH(now, l.floor, HS); above l.ceiling it is a plain renew
+     with HS; below, the reservation is lowered: l.ceiling :=
+     gen.LowerCeiling(want) = max(want, last issued), then writeSlot of it */
+  :: atomic { pc[w] == HOLD && aop[w] == NONE && alive[w] ->
+       PICK(0, MAXT); d_step {
+       gt_ = MAX(gt_ + HS, rf[w]);
+       if
+       :: gt_ >= ceil[w] ->
+          printf("W%d : standby waits: queue renew Multi(Check n%d, SetData R=%d)\n", w, nseq[w], gt_);
+          send(w, RENEW, gt_)
+#ifdef M_WRITEFIRST
+       :: else -> gt_ = MAX(gt_, glast[w]);
+          printf("W%d : standby waits: shorten, WRITE FIRST: queue Multi(Check n%d, SetData R=%d), ceiling stays %d\n", w, nseq[w], gt_, ceil[w]);
+          send(w, RENEW, gt_); lowering[w] = 1
+#else
+       :: else -> ceil[w] = MAX(gt_, glast[w]);
+          printf("W%d : standby waits: shorten: gen.LowerCeiling -> ceiling %d; queue Multi(Check n%d, SetData R=%d)\n", w, ceil[w], nseq[w], ceil[w]);
+          send(w, RENEW, ceil[w])
+#endif
+       fi;
+       gt_ = 0; pc[w] = RENEWING } }
+#endif
   :: d_step { pc[w] == RENEWING && res[w] != NONE && aop[w] == NONE ->
        if
-       :: res[w] == OK -> ceil[w] = sval[w]; pc[w] = HOLD;       /* gen.SetCeiling */
+       :: res[w] == OK && !lowering[w] -> ceil[w] = MAX(ceil[w], sval[w]); pc[w] = HOLD;   /* gen.SetCeiling: only up */
             printf("W%d : renew OK: ceiling := %d\n", w, ceil[w])
+       :: res[w] == OK && lowering[w] -> ceil[w] = sval[w]; pc[w] = HOLD;   /* M_WRITEFIRST */
+            printf("W%d : shortening confirmed: ceiling lowered to %d\n", w, ceil[w])
        :: res[w] == UNKN -> pc[w] = HOLD   /* serve up to the confirmed ceiling */
        :: res[w] == GONE -> printf("W%d : renew: lease node gone: lost, seal\n", w); lose(w, 0)
        :: res[w] == CONFL && zX && zH != 0 && zH == nseq[w] ->
@@ -503,7 +541,7 @@ end:
        :: res[w] == CONFL && !(zX && zH != 0 && zH == nseq[w]) ->
             printf("W%d : renew conflict: slot taken: lost, seal, delete n%d\n", w, nseq[w]); lose(w, 1)
        fi;
-       res[w] = NONE; sval[w] = 0 }
+       res[w] = NONE; sval[w] = 0; lowering[w] = 0 }
 
   /* ---------------- release (ctx done at a tick) ---------------- */
   /* release.go: release -- gen.Seal(), then writeSlot(max(last, l.floor))

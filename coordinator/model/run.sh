@@ -95,7 +95,8 @@ check1() {
 printf '%-16s %-4s %-36s %10s %12s %6s %8s\n' run want result stored transitions depth time
 echo "($MODE; 2 workers, sequence 0..1, horizon 2, claims, expiries, timeouts and resends unbounded, unless named)"
 # --- the protocol as coordinator/ implements it: exhaustive, depth-first ---
-check code-t4 hold dfs -DMAXT=4
+check code-t4 hold dfs -DMAXT=4 -DNOSHORTEN
+check code-short-t3 hold dfs -DMAXT=3
 check code-del-t3 hold dfs -DMAXT=3 -DMAXDEL=1
 if [ "$MODE" = full ]; then
 	check code-h1-t3 hold dfs -DMAXT=3 -DH=1
@@ -111,6 +112,7 @@ check m3-earlyceil fail bfs -DMAXT=4 -DM_EARLYCEIL
 check m4-relbelow fail bfs -DMAXT=3 -DM_RELBELOW
 check m5-nofloor fail bfs -DMAXT=3 -DM_NOFLOOR
 check m6-create0 fail bfs -DMAXT=3 -DMAXDEL=1 -DM_CREATE0
+check m7-writefirst fail bfs -DMAXT=3 -DM_WRITEFIRST
 
 wait
 fails=0
