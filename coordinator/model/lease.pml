@@ -74,6 +74,8 @@
  *   M_WRITEFIRST mutant: the shortening writes the lower value first and
  *               lowers the generator's ceiling only once ZooKeeper
  *               confirmed it
+ *   M_LOGICALCEIL mutant: the logical clock (issue 16) passes the ceiling:
+ *               it takes last+1 without checking it against the ceiling
  */
 
 #ifndef NW
@@ -483,11 +485,21 @@ end:
   /* ---------------- hold ---------------- */
   /* snowflake/generator.go: reserve -- a new millisecond: clock reading in
      (last, ceiling]; or the same millisecond, next sequence (the clock at
-     or up to MaxRollbackWait behind last; not from the floor state) */
+     or up to MaxRollbackWait behind last; not from the floor state).
+     The logical clock (--on-clock-back logical: logicalNext, the clock
+     behind last) takes last+1 or the same millisecond's next sequence,
+     never above the ceiling: both are among these moves, since a clock
+     reading is any value, so the model covers it as it stands. */
   :: atomic { holding[w] && glast[w] < MIN(GCEIL(w), MAXT) ->
        PICK(glast[w] + 1, MIN(GCEIL(w), MAXT)); d_step { gk_ = 0; issue(w) } }
   :: d_step { holding[w] && !gflr[w] && gseq[w] < MAXSEQ ->
        gt_ = glast[w]; gk_ = gseq[w] + 1; issue(w) }
+#ifdef M_LOGICALCEIL
+  /* mutant: the logical clock takes the next millisecond without the
+     ceiling check (logicalNext forgetting `ms > ceil`) */
+  :: d_step { holding[w] && glast[w] < MAXT ->
+       gt_ = glast[w] + 1; gk_ = 0; issue(w) }
+#endif
   /* hold.go: hold -- at a tick: SessionID changed (or Expired): lost */
   :: d_step { pc[w] == HOLD && !alive[w] ->
        printf("W%d : SessionID changed: lease lost, seal\n", w); lose(w, 0) }

@@ -113,6 +113,7 @@ check m4-relbelow fail bfs -DMAXT=3 -DM_RELBELOW
 check m5-nofloor fail bfs -DMAXT=3 -DM_NOFLOOR
 check m6-create0 fail bfs -DMAXT=3 -DMAXDEL=1 -DM_CREATE0
 check m7-writefirst fail bfs -DMAXT=3 -DM_WRITEFIRST
+check m8-logicalceil fail bfs -DMAXT=3 -DM_LOGICALCEIL
 
 wait
 fails=0
