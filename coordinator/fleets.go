@@ -73,6 +73,22 @@ func ScanFleets(conn *zk.Conn, limit int) (Scan, error) {
 		res Scan
 		mu  sync.Mutex
 	)
+	// unreadable sorts a read's error: a node gone meanwhile is skipped, one
+	// whose ACL refuses us is skipped and named, anything else ends the scan.
+	unreadable := func(p, what string, err error) (skip bool, _ error) {
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return true, nil
+		case errors.Is(err, zk.ErrNoAuth):
+			mu.Lock()
+			res.Unreadable = append(res.Unreadable, p)
+			mu.Unlock()
+			return true, nil
+		case err != nil:
+			return true, fmt.Errorf("scan for fleets: %s %s: %w", what, p, err)
+		}
+		return false, nil
+	}
 	level := []string{"/"}
 	for len(level) > 0 {
 		if res.Nodes+len(level) > limit {
@@ -82,16 +98,8 @@ func ScanFleets(conn *zk.Conn, limit int) (Scan, error) {
 		var next []string
 		err := forEach(level, func(p string) error {
 			data, st, err := conn.Get(p)
-			switch {
-			case errors.Is(err, zk.ErrNoNode):
-				return nil
-			case errors.Is(err, zk.ErrNoAuth):
-				mu.Lock()
-				res.Unreadable = append(res.Unreadable, p)
-				mu.Unlock()
-				return nil
-			case err != nil:
-				return fmt.Errorf("scan for fleets: read %s: %w", p, err)
+			if skip, err := unreadable(p, "read", err); skip || err != nil {
+				return err
 			}
 			if f, ok := asFleet(p, data); ok {
 				mu.Lock()
@@ -103,16 +111,8 @@ func ScanFleets(conn *zk.Conn, limit int) (Scan, error) {
 				return nil
 			}
 			kids, _, err := conn.Children(p)
-			switch {
-			case errors.Is(err, zk.ErrNoNode):
-				return nil
-			case errors.Is(err, zk.ErrNoAuth):
-				mu.Lock()
-				res.Unreadable = append(res.Unreadable, p)
-				mu.Unlock()
-				return nil
-			case err != nil:
-				return fmt.Errorf("scan for fleets: list %s: %w", p, err)
+			if skip, err := unreadable(p, "list", err); skip || err != nil {
+				return err
 			}
 			mu.Lock()
 			defer mu.Unlock()

@@ -1,9 +1,7 @@
 package coordinator
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,24 +146,6 @@ func TestStandbyTakesCrashedSlotFast(t *testing.T) {
 	rec.checkDisjoint(t)
 }
 
-// syncBuffer is a log sink for tests that read it while the worker runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A standby whose node cannot be made (standby/ refuses it) logs so and
 // stands by all the same, and takes the slot once it is freed.
 func TestStandbyNodeRefused(t *testing.T) {
@@ -177,7 +157,7 @@ func TestStandbyNodeRefused(t *testing.T) {
 	if _, err := obs.Create(StandbyPath(cfg.Root), nil, 0, zk.WorldACL(zk.PermRead)); err != nil {
 		t.Fatal(err)
 	}
-	var buf syncBuffer
+	var buf lockedBuffer
 	log := hclog.New(&hclog.LoggerOptions{Name: "B", Level: hclog.Info, Output: &buf})
 	b := startWorkerLogged(t, "B", cfg, nil, nil, log)
 	waitFor(t, 10*time.Second, "B standing by", func() bool { return b.c.Status().State == StateStandby })
