@@ -93,17 +93,7 @@ func zkSlow(e env) result {
 	px, err := StartDelayProxy(gw, 3, func(i int) (string, error) { return e.st.zkPublished(e.ctx, i) })
 	e.must(err, "start the delay proxy")
 	defer px.Close()
-	e.must(e.st.ScaleWith(e.ctx, 4, "SNOWFLAKE_ZK_CONNECT="+px.Addrs()), "add a worker behind the proxy")
-	var w Container
-	e.waitFor(60*time.Second, "the proxied worker serves", func() bool {
-		ws, err := e.st.Workers(e.ctx)
-		if err != nil || len(ws) != 4 {
-			return false
-		}
-		w = ws[3]
-		s, err := getStatus(e.ctx, w)
-		return err == nil && s.State == coordinator.StateServing && s.Ready
-	})
+	w := e.addWorker("the proxied worker", "SNOWFLAKE_ZK_CONNECT="+px.Addrs())
 	e.sleep(time.Second)
 	sum0, n0 := e.renewStats(w)
 	errs0 := e.col.ContainerErrors(w.ID)

@@ -456,6 +456,23 @@ func (e env) reservation(slot string) int64 {
 	return sm.Slots[s].ReservedUntilMs
 }
 
+// addWorker starts a fourth worker with extra environment and waits until
+// it serves, ready; the scenario stops it (Scale 3) when done.
+func (e env) addWorker(what string, extra ...string) Container {
+	e.must(e.st.ScaleWith(e.ctx, 4, extra...), "add "+what)
+	var w Container
+	e.waitFor(60*time.Second, what+" serves", func() bool {
+		ws, err := e.st.Workers(e.ctx)
+		if err != nil || len(ws) != 4 {
+			return false
+		}
+		w = ws[3]
+		st, err := getStatus(e.ctx, w)
+		return err == nil && st.State == coordinator.StateServing && st.Ready
+	})
+	return w
+}
+
 // g2, g2l: a worker added with --on-clock-back MODE and --max-skew above
 // the step (as a real NTP correction of a clock that ran fast looks to the
 // skew check) has its clock stepped back 2 s while serving. refuse: it
@@ -466,18 +483,7 @@ func (e env) reservation(slot string) int64 {
 func clockStepBack(mode snowflake.ClockBackPolicy) func(env) result {
 	return func(e env) result {
 		const step = 2 * time.Second
-		e.must(e.st.ScaleWith(e.ctx, 4, "SNOWFLAKE_ON_CLOCK_BACK="+mode.String(), "SNOWFLAKE_MAX_SKEW=5s"),
-			"add a worker with --on-clock-back "+mode.String())
-		var w Container
-		e.waitFor(60*time.Second, "the added worker serves", func() bool {
-			ws, err := e.st.Workers(e.ctx)
-			if err != nil || len(ws) != 4 {
-				return false
-			}
-			w = ws[3]
-			st, err := getStatus(e.ctx, w)
-			return err == nil && st.State == coordinator.StateServing && st.Ready
-		})
+		w := e.addWorker("a worker with --on-clock-back "+mode.String(), "SNOWFLAKE_ON_CLOCK_BACK="+mode.String(), "SNOWFLAKE_MAX_SKEW=5s")
 		e.requireChaosClock(w)
 		e.sleep(time.Second) // the direct stream finds it
 		errsBefore := e.col.ContainerErrors(w.ID)
