@@ -72,6 +72,22 @@ func (e env) docker(args ...string) {
 
 func (e env) sleep(d time.Duration) { _ = sleep(e.ctx, d) }
 
+// fresh is c as docker sees it now: a container started again (docker
+// start) has new published ports, and a Container read before still names
+// the old ones.
+func (e env) fresh(c Container) Container {
+	ws, err := e.st.Workers(e.ctx)
+	if err != nil {
+		return c
+	}
+	for _, w := range ws {
+		if w.ID == c.ID {
+			return w
+		}
+	}
+	return c
+}
+
 // status reads a worker's /status; an unreachable admin port fails the
 // scenario (a check on a status it could not read would pass unseen).
 func (e env) status(c Container) workerStatus {
@@ -415,6 +431,7 @@ func clockBehindRestart(e env) result {
 	e.docker("start", w.ID)
 	var s workerStatus
 	e.waitFor(sessionTimeout+horizon+15*time.Second, "the restarted worker claims its former slot", func() bool {
+		w = e.fresh(w) // started again: new published ports
 		s, _ = getStatus(e.ctx, w)
 		return s.Slot == slot && s.LeaseNode != ""
 	})
