@@ -285,3 +285,20 @@ func gaugeValue(t testing.TB, reg prometheus.Gatherer, name string) float64 {
 	t.Fatalf("registry exports no gauge %s", name)
 	return 0
 }
+
+// makeRoot makes root as a worker would (layout v2): its JSON, leases/,
+// slots/ and every slot node, so a test can then edit one by hand.
+func makeRoot(t testing.TB, obs *zk.Conn, root string, acl []zk.ACL) {
+	t.Helper()
+	if _, err := obs.Create(root, encodeRoot(CurrentRootInfo(time.Now())), 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{LeasesPath(root), SlotsPath(root)} {
+		if _, err := obs.Create(p, nil, 0, acl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := createSlotNodes(obs, root, acl, nil, SlotRecord{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -52,17 +52,10 @@ func TestFloorAtClaimIsLastMs(t *testing.T) {
 	obs := observer(t, zs.Addr())
 	root := DefaultRoot
 	acl := zk.WorldACL(zk.PermAll)
-	if _, err := obs.Create(root, encodeRoot(CurrentRootInfo(time.Now())), 0, acl); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{LeasesPath(root), SlotsPath(root)} {
-		if _, err := obs.Create(p, nil, 0, acl); err != nil {
-			t.Fatal(err)
-		}
-	}
+	makeRoot(t, obs, root, acl)
 	now := time.Now().UnixMilli()
 	old := SlotRecord{ReservedUntilMs: now - 5000, LastMs: now + 1500, Holder: "_c_00000000000000000000000000000000-dc03-m04-0000000007", UpdatedMs: now}
-	if _, err := obs.Create(SlotPath(root, testSlot), encodeSlot(old), 0, acl); err != nil {
+	if _, err := obs.Set(SlotPath(root, testSlot), encodeSlot(old), -1); err != nil {
 		t.Fatal(err)
 	}
 	rec := newRecorder()

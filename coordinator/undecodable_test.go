@@ -49,18 +49,7 @@ func TestUndecodableSlotNode(t *testing.T) {
 	obs := observer(t, zs.Addr())
 	root := DefaultRoot
 	acl := zk.WorldACL(zk.PermAll)
-	// A root as workers make it, every slot node in place (layout v2).
-	if _, err := obs.Create(root, encodeRoot(CurrentRootInfo(time.Now())), 0, acl); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{LeasesPath(root), SlotsPath(root)} {
-		if _, err := obs.Create(p, nil, 0, acl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := createSlotNodes(obs, root, acl, nil, SlotRecord{}); err != nil {
-		t.Fatal(err)
-	}
+	makeRoot(t, obs, root, acl)
 	garbage := []byte(`reserved_until_ms=1700000000000`) // not JSON
 	if _, err := obs.Set(SlotPath(root, testSlot), garbage, -1); err != nil {
 		t.Fatal(err)
