@@ -13,7 +13,7 @@ type Config struct {
 	// Servers are the ZooKeeper servers, host:port each.
 	Servers []string
 	// Root is the fleet's root znode; several fleets can share an ensemble
-	// under different roots.
+	// under different roots when their datacenter ranges are disjoint.
 	Root string
 	// Auth is "user:password" for ZooKeeper digest auth, or "" for none. With
 	// auth, every node the fleet creates is writable by that identity only

@@ -66,7 +66,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	work := func(field, name string) string { o.workerFlags[field] = name; return name }
 	c, w := &o.coord, &o.worker
 	fs.Var(newAddrsFlag(&c.Servers), coord("Servers", "zk"), "ZooKeeper servers, comma-separated `host:port` list")
-	fs.StringVar(&c.Root, coord("Root", "zk-root"), c.Root, "root znode of the fleet (several fleets can share an ensemble)")
+	fs.StringVar(&c.Root, coord("Root", "zk-root"), c.Root, "root znode of the fleet (several fleets can share an ensemble when they own disjoint datacenters: snowflakectl init --datacenters)")
 	fs.StringVar(&c.Auth, coord("Auth", "zk-auth"), c.Auth, "ZooKeeper digest auth as user:password; nodes are then writable by it only (default none)")
 	fs.StringVar(&w.Listen, work("Listen", "listen"), w.Listen, "address of the ID service (Redis protocol)")
 	fs.StringVar(&o.http, "http", o.http, "address of the admin HTTP server (/metrics /healthz /readyz /status)")
