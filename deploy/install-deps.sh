@@ -57,10 +57,13 @@ fi
 if [[ " ${missing[*]} " == *" redis-server "* || ${CI:-} == true ]]; then
 	as_root service redis-server stop >/dev/null 2>&1 || true
 fi
-# Likewise HAProxy's service on its sample config: the tests run their own.
-if [[ " ${missing[*]} " == *" haproxy "* || ${CI:-} == true ]]; then
-	as_root service haproxy stop >/dev/null 2>&1 || true
-fi
+# Likewise HAProxy's and Prometheus's services: the tests and make up run
+# their own.
+for svc in haproxy prometheus; do
+	if [[ " ${missing[*]} " == *" $svc "* || ${CI:-} == true ]]; then
+		as_root service "$svc" stop >/dev/null 2>&1 || true
+	fi
+done
 
 # Debian's prometheus package starts a server (and node exporter) on :9090;
 # the tests and the compose stack run their own.
