@@ -18,16 +18,20 @@ import (
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
+// testID is the ID of (ms, the suite's datacenter, machine m, seq).
+func testID(t *testing.T, ms int64, m, seq int) int64 {
+	t.Helper()
+	v, err := snowflake.Encode(snowflake.Fields{UnixMs: ms, Datacenter: datacenter, Machine: m, Sequence: seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // The suite's verdicts are only as good as its checks: each must catch the
 // fault it is for.
 func TestCheckersCatchFaults(t *testing.T) {
-	id := func(ms int64, m, seq int) int64 {
-		v, err := snowflake.Encode(snowflake.Fields{UnixMs: ms, Datacenter: datacenter, Machine: m, Sequence: seq})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	id := func(ms int64, m, seq int) int64 { return testID(t, ms, m, seq) }
 	const ms = 1_800_000_000_000
 	t0 := time.UnixMilli(ms)
 
@@ -81,13 +85,7 @@ func TestCheckersCatchFaults(t *testing.T) {
 // constructed facts: each bad fact must come out as a problem, and the
 // good ones as none.
 func TestEvaluateCatchesFaults(t *testing.T) {
-	id := func(ms int64, m, seq int) int64 {
-		v, err := snowflake.Encode(snowflake.Fields{UnixMs: ms, Datacenter: datacenter, Machine: m, Sequence: seq})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	id := func(ms int64, m, seq int) int64 { return testID(t, ms, m, seq) }
 	const ms = 1_800_000_000_000
 	t0 := time.UnixMilli(ms)
 	slot := snowflake.Slot{Datacenter: datacenter, Machine: 1}
