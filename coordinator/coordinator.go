@@ -68,6 +68,9 @@ type Coordinator struct {
 	logicalDone atomic.Uint64
 	// maxForward is the largest forward clock step seen, in ns.
 	maxForward atomic.Int64
+	// owned is the DCSet the root owns, once checkScope verified it (0
+	// before): the fleet gauges count free slots inside it.
+	owned atomic.Uint32
 	// zkState is the session state last reported by go-zookeeper.
 	zkState atomic.Int32
 	// stopped is when Run's ctx ended (unix ns), 0 before: see stopAt.

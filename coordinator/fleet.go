@@ -31,6 +31,8 @@ type Fleet struct {
 	updated   prometheus.Gauge
 	pinInfo   *prometheus.GaugeVec
 	pollEvery time.Duration
+	// shown is the datacenter set the per-datacenter series were set for.
+	shown DCSet
 }
 
 // NewFleet makes the fleet gauges of c's fleet and registers them with reg
@@ -44,15 +46,15 @@ func NewFleet(c *Coordinator, reg prometheus.Registerer) (*Fleet, error) {
 		}),
 		free: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snowflake_fleet_slots_free",
-			Help: "Slots no lease node holds, fleet-wide, of 1024.",
+			Help: "Slots no lease node holds, fleet-wide, of those in the datacenters the fleet's root owns (all 1024 until the root is read).",
 		}),
 		dcHeld: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "snowflake_fleet_datacenter_slots_held",
-			Help: "Slots held by a live lease node, per datacenter (of 32).",
+			Help: "Slots held by a live lease node, per datacenter the fleet owns (of 32).",
 		}, []string{"datacenter"}),
 		dcFree: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "snowflake_fleet_datacenter_slots_free",
-			Help: "Slots no lease node holds, per datacenter (of 32).",
+			Help: "Slots no lease node holds, per datacenter the fleet owns (of 32).",
 		}, []string{"datacenter"}),
 		updated: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snowflake_fleet_watch_updated_timestamp_seconds",
@@ -96,15 +98,33 @@ func (f *Fleet) Run(ctx context.Context) error {
 }
 
 func (f *Fleet) set(leases []LeaseInfo) {
+	owned := DCSet(f.c.owned.Load())
+	if owned == 0 {
+		owned = AllDatacenters // the root is not read yet
+	}
 	var perDC [snowflake.MaxDatacenter + 1]int
+	inside := 0
 	for _, l := range leases {
 		perDC[l.Slot.Datacenter]++
+		if owned.Has(l.Slot.Datacenter) {
+			inside++
+		}
 	}
 	f.held.Set(float64(len(leases)))
-	f.free.Set(float64(len(perDC)*SlotsPerDatacenter - len(leases)))
+	f.free.Set(float64(owned.Slots() - inside))
+	// Only the owned datacenters have series: a datacenter of another fleet
+	// is neither free nor held here. The set can change from "all" to the
+	// root's once it is read, so stale series go first.
+	if owned != f.shown {
+		f.dcHeld.Reset()
+		f.dcFree.Reset()
+		f.shown = owned
+	}
 	for dc, n := range perDC {
-		f.dcHeld.WithLabelValues(strconv.Itoa(dc)).Set(float64(n))
-		f.dcFree.WithLabelValues(strconv.Itoa(dc)).Set(float64(SlotsPerDatacenter - n))
+		if owned.Has(dc) {
+			f.dcHeld.WithLabelValues(strconv.Itoa(dc)).Set(float64(n))
+			f.dcFree.WithLabelValues(strconv.Itoa(dc)).Set(float64(SlotsPerDatacenter - n))
+		}
 	}
 	f.updated.Set(float64(time.Now().UnixNano()) / 1e9)
 }

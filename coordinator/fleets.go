@@ -233,6 +233,7 @@ func (s *session) checkScope(ctx context.Context, info RootInfo) error {
 		return err
 	}
 	s.owned = owned
+	s.c.owned.Store(uint32(owned))
 	s.c.log.Info("fleet scope verified", "root", root, "datacenters", owned.String(),
 		"fleets_in_ensemble", len(res.Fleets), "znodes_read", res.Nodes)
 	return nil

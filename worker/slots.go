@@ -15,7 +15,6 @@ import (
 // *coordinator.Coordinator, on its own ZooKeeper session.
 type slotMapReader interface {
 	ReadSlotMap(ctx context.Context) (coordinator.SlotMap, error)
-	Datacenter() int
 	Root() string
 }
 
@@ -39,9 +38,8 @@ type SlotsView struct {
 	// Error is why the map could not be read ("" when it was); Slots are
 	// then empty.
 	Error string `json:"error,omitempty"`
-	// Datacenters are the fleet's: all 32 when this worker takes any slot;
-	// when it is pinned, its own and every datacenter with a lease node or
-	// a slot node a holder wrote (used by some worker of the fleet).
+	// Datacenters are the fleet's: those its root owns (snowflakectl init
+	// --datacenters), all 32 for a root made without ranges.
 	Datacenters []int `json:"fleet_datacenters"`
 	// Counts are the slots in each state.
 	Counts map[string]int `json:"counts"`
@@ -97,32 +95,23 @@ func (s *Server) slotsView(ctx context.Context, sem chan struct{}) SlotsView {
 		}
 		return v
 	}
-	return classify(v, m, r.Datacenter())
+	return classify(v, m)
 }
 
-// classify fills v from the map read: each slot's state and details.
-func classify(v SlotsView, m coordinator.SlotMap, pinned int) SlotsView {
-	inFleet := [snowflake.MaxDatacenter + 1]bool{}
-	for dc := range inFleet {
-		inFleet[dc] = pinned < 0
-	}
-	if pinned >= 0 {
-		inFleet[pinned] = true
+// classify fills v from the map read: each slot's state and details. The
+// fleet's datacenters are those its root owns (all 32 for a root made
+// without ranges); a slot outside them belongs to no one here.
+func classify(v SlotsView, m coordinator.SlotMap) SlotsView {
+	owned := m.Owned
+	if owned == 0 {
+		owned = coordinator.AllDatacenters
 	}
 	held := map[snowflake.Slot]coordinator.LeaseInfo{}
 	for _, l := range m.Leases {
 		held[l.Slot] = l
-		inFleet[l.Slot.Datacenter] = true
 	}
-	for s, rec := range m.Slots {
-		// Every slot node exists from the root's making on (layout v2):
-		// one that a holder wrote is one the fleet used.
-		if rec.Holder != "" {
-			inFleet[s.Datacenter] = true
-		}
-	}
-	for dc, in := range inFleet {
-		if in {
+	for dc := 0; dc <= snowflake.MaxDatacenter; dc++ {
+		if owned.Has(dc) {
 			v.Datacenters = append(v.Datacenters, dc)
 		}
 	}
@@ -147,7 +136,7 @@ func classify(v SlotsView, m coordinator.SlotMap, pinned int) SlotsView {
 		case m.Slots[s].ReservedUntilMs > nowMs:
 			sv.State = SlotReserved
 			sv.Holder = m.Slots[s].Holder // the last holder, gone
-		case inFleet[s.Datacenter]:
+		case owned.Has(s.Datacenter):
 			sv.State = SlotFree
 		default:
 			sv.State = SlotOutside

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -9,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -157,4 +162,72 @@ func countPrefix(m map[string]float64, prefix string) int {
 		}
 	}
 	return n
+}
+
+// initFleetRoot makes root on the ZooKeeper at addr owning the datacenters
+// ranges names (as snowflakectl init --datacenters does).
+func initFleetRoot(t *testing.T, addr, root, ranges string) coordinator.DCSet {
+	t.Helper()
+	owned, err := coordinator.ParseDCSet(ranges)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := coordinator.Dial([]string{addr}, "", 5*time.Second, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := coordinator.InitRoot(ctx, conn, root, zk.WorldACL(zk.PermAll), owned, 10_000); err != nil {
+		t.Fatalf("init %s --datacenters %s: %v", root, ranges, err)
+	}
+	return owned
+}
+
+// TestFleetGaugesOwnedRange: in a fleet whose root owns datacenters 3-4,
+// the free slots are counted of those 64, and only datacenters 3 and 4
+// have per-datacenter series.
+func TestFleetGaugesOwnedRange(t *testing.T) {
+	bin := build(t)
+	zks := zktest.Start(t)
+	initFleetRoot(t, zks.Addr(), "/ranged-metrics", "3-4")
+	common := []string{"--zk", zks.Addr(), "--zk-root", "/ranged-metrics",
+		"--session-timeout", "4s", "--renew", "200ms", "--horizon", "2s"}
+	ds := []*daemonProc{startDaemon(t, bin, nil, common...), startDaemon(t, bin, nil, append(common, "--datacenter", "4")...)}
+	perDC := map[int]int{}
+	for _, d := range ds {
+		d.waitReady(15 * time.Second)
+		s, err := snowflake.ParseSlot(d.status().Slot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perDC[s.Datacenter]++
+	}
+	check := func(d *daemonProc) error {
+		m := d.scrape()
+		if m["snowflake_fleet_slots_held"] != 2 || m["snowflake_fleet_slots_free"] != 62 {
+			return fmt.Errorf("held %v free %v, want 2 and 62 (of the 64 slots of datacenters 3-4)", m["snowflake_fleet_slots_held"], m["snowflake_fleet_slots_free"])
+		}
+		if n := countPrefix(m, "snowflake_fleet_datacenter_slots_free{"); n != 2 {
+			return fmt.Errorf("%d per-datacenter free series, want 2 (datacenters 3 and 4)", n)
+		}
+		for _, dc := range []int{3, 4} {
+			if f := m[fmt.Sprintf(`snowflake_fleet_datacenter_slots_free{datacenter="%d"}`, dc)]; f != float64(32-perDC[dc]) {
+				return fmt.Errorf("datacenter %d free %v, want %d", dc, f, 32-perDC[dc])
+			}
+		}
+		return nil
+	}
+	for i, d := range ds {
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if err = check(d); err == nil || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil {
+			t.Errorf("worker %d: %v", i, err)
+		}
+	}
 }

@@ -63,13 +63,16 @@ func TestSlotsPage(t *testing.T) {
 	bin := build(t)
 	zks := zktest.Start(t)
 	root := "/slots-page-test"
+	// The fleet owns datacenters 3 and 31: the other 960 slots are drawn
+	// outside it, and free slots are counted of its 64.
+	owned := initFleetRoot(t, zks.Addr(), root, "3,31")
 	common := []string{"--zk", zks.Addr(), "--zk-root", root,
 		"--session-timeout", "4s", "--renew", "200ms", "--horizon", "2s"}
 	var ds []*daemonProc
 	held := map[string]string{} // slot -> advertised address
 	for i := 0; i < 3; i++ {
-		// Worker 0, whose page is drawn, is pinned to datacenter 3: its
-		// fleet's datacenters are 3 and those the map shows in use.
+		// Worker 0, whose page is drawn, is pinned to datacenter 3; the
+		// others take any slot of the fleet.
 		args := common
 		if i == 0 {
 			args = append(args, "--datacenter", "3")
@@ -97,12 +100,16 @@ func TestSlotsPage(t *testing.T) {
 		t.Fatalf("set %s: %v", cooling, err)
 	}
 
-	fleetDCs := map[int]bool{3: true, cooling.Datacenter: true}
-	for sl := range held {
-		s, _ := snowflake.ParseSlot(sl)
-		fleetDCs[s.Datacenter] = true
+	fleetDCs := map[int]bool{}
+	for dc := 0; dc < 32; dc++ {
+		fleetDCs[dc] = owned.Has(dc)
 	}
-	outside := (32 - len(fleetDCs)) * 32
+	for sl := range held {
+		if s, _ := snowflake.ParseSlot(sl); !owned.Has(s.Datacenter) {
+			t.Errorf("slot %s is held outside the fleet's datacenters %s", sl, owned)
+		}
+	}
+	outside := (32 - owned.Len()) * 32
 	free := 1024 - 4 - outside
 
 	url := "http://127.0.0.1:" + ds[0].http + "/slots?refresh=1&x=%3Cscript%3E"
