@@ -65,6 +65,10 @@ type SlotMap struct {
 	// one never held), those ever used in a v1 root; a slot missing here
 	// is damage.
 	Slots map[snowflake.Slot]SlotRecord
+	// Damaged are the slot nodes that hold no slot record (overwritten by
+	// hand?), with why: workers avoid those slots until an operator writes
+	// a valid record. One such node does not hide the rest of the map.
+	Damaged map[snowflake.Slot]string
 	// Owned are the datacenters the root owns (all 32 for a v1 or v2
 	// root, or when the root is missing): free slots are counted in them.
 	Owned DCSet
@@ -102,7 +106,7 @@ func ReadSlotMap(conn *zk.Conn, root string) (SlotMap, error) {
 	if err != nil {
 		return SlotMap{}, err
 	}
-	m := SlotMap{Leases: leases, Slots: make(map[snowflake.Slot]SlotRecord, len(names)), Owned: AllDatacenters, Standbys: standbys}
+	m := SlotMap{Leases: leases, Slots: make(map[snowflake.Slot]SlotRecord, len(names)), Damaged: map[snowflake.Slot]string{}, Owned: AllDatacenters, Standbys: standbys}
 	if data, _, err := conn.Get(root); err == nil && len(data) > 0 {
 		var info RootInfo
 		if err := json.Unmarshal(data, &info); err != nil {
@@ -129,7 +133,10 @@ func ReadSlotMap(conn *zk.Conn, root string) (SlotMap, error) {
 		}
 		rec, err := decodeSlot(data)
 		if err != nil {
-			return fmt.Errorf("slot %s: %w", name, err)
+			mu.Lock()
+			m.Damaged[s] = err.Error()
+			mu.Unlock()
+			return nil
 		}
 		rec.Version, rec.MtimeMs = st.Version, st.Mtime
 		mu.Lock()

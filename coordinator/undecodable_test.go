@@ -100,4 +100,17 @@ func TestUndecodableSlotNode(t *testing.T) {
 		t.Errorf("no error log naming %s:\n%s", other, logB.String())
 	}
 	rec.checkDisjoint(t)
+
+	// The map still reads, with the two overwritten nodes named as damaged
+	// and every other slot node decoded.
+	m, err := ReadSlotMap(obs, root)
+	if err != nil {
+		t.Fatalf("ReadSlotMap with two undecodable slot nodes: %v", err)
+	}
+	if len(m.Damaged) != 2 || m.Damaged[testSlot] == "" || m.Damaged[other] == "" {
+		t.Errorf("damaged slots %v, want exactly %s and %s", m.Damaged, testSlot, other)
+	}
+	if len(m.Slots) != snowflake.Slots-2 {
+		t.Errorf("%d slot records read, want %d", len(m.Slots), snowflake.Slots-2)
+	}
 }

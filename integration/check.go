@@ -177,8 +177,8 @@ func Check(ctx context.Context, st *Stack, col *Collector, mon *Monitor, until t
 		return Verdict{Problems: append(problems, "dial ZooKeeper: "+err.Error())}
 	}
 	defer conn.Close()
+	var sm coordinator.SlotMap
 	for try := 0; ; try++ {
-		var sm coordinator.SlotMap
 		sm, err = coordinator.ReadSlotMap(conn, zkRoot)
 		if err == nil {
 			in.slots = sm.Slots
@@ -191,6 +191,9 @@ func Check(ctx context.Context, st *Stack, col *Collector, mon *Monitor, until t
 	}
 	if err != nil {
 		return Verdict{Problems: append(problems, "read the slot map: "+err.Error())}
+	}
+	for sl, why := range sm.Damaged {
+		problems = append(problems, fmt.Sprintf("slot node %s holds no slot record: %s", sl, why))
 	}
 	v := Evaluate(in)
 	v.Problems = append(problems, v.Problems...)

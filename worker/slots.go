@@ -28,6 +28,7 @@ const (
 	SlotReserved = "reserved" // no holder, but its reservation is still ahead of the clock: a successor waits it out
 	SlotFree     = "free"     // claimable now
 	SlotOutside  = "outside"  // in a datacenter this fleet does not use
+	SlotDamaged  = "damaged"  // its slot node holds no slot record: nobody claims it until an operator writes one
 )
 
 // SlotsView is the slot map as /slots draws it and /slots.json serves it.
@@ -53,6 +54,9 @@ type SlotView struct {
 	Datacenter int    `json:"datacenter"`
 	Machine    int    `json:"machine"`
 	State      string `json:"state"`
+	// Damage is why the slot node could not be read as a slot record
+	// (state damaged).
+	Damage string `json:"damage,omitempty"`
 	// Holder is the lease node; Addr, HTTP, Host, PID, Version its worker.
 	Holder  string `json:"holder,omitempty"`
 	Addr    string `json:"addr,omitempty"`
@@ -125,7 +129,13 @@ func classify(v SlotsView, m coordinator.SlotMap) SlotsView {
 			sv.LastIssued = msTime(rec.LastMs)
 		}
 		l, isHeld := held[s]
+		damage, isDamaged := m.Damaged[s]
 		switch {
+		case isDamaged:
+			// Before held: a holder lets go of a slot whose node it cannot
+			// read, and no claimer takes it.
+			sv.State, sv.Damage = SlotDamaged, damage
+			sv.Holder = l.Node
 		case isHeld:
 			sv.State = SlotHeld
 			sv.Holder, sv.Addr, sv.HTTP, sv.Host, sv.PID, sv.Version = l.Node, l.Addr, l.HTTP, l.Host, l.PID, l.Version

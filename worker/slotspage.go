@@ -27,6 +27,8 @@ type slotsPageData struct {
 	Legend       []legendItem
 	Refresh      int
 	FleetDCsText string
+	// Damaged are the slots whose node holds no slot record: a banner.
+	Damaged []string
 }
 
 type slotCell struct {
@@ -49,6 +51,14 @@ func newSlotsPageData(v SlotsView) slotsPageData {
 			{SlotFree, fmt.Sprintf("free (%d)", v.Counts[SlotFree])},
 			{SlotOutside, fmt.Sprintf("outside this fleet's datacenters (%d)", v.Counts[SlotOutside])},
 		}}
+	if n := v.Counts[SlotDamaged]; n > 0 {
+		d.Legend = append(d.Legend, legendItem{SlotDamaged, fmt.Sprintf("damaged: the slot node holds no slot record, nobody claims it (%d)", n)})
+		for _, s := range v.Slots {
+			if s.State == SlotDamaged {
+				d.Damaged = append(d.Damaged, s.Slot)
+			}
+		}
+	}
 	for i := 0; i < 32; i++ {
 		d.RowLabels = append(d.RowLabels, gridLabel{fmt.Sprintf("dc%02d", i), gridLeft - 6, gridTop + i*cellPitch + cellSize - 4})
 		d.ColLabels = append(d.ColLabels, gridLabel{fmt.Sprintf("m%02d", i), gridLeft + i*cellPitch + cellSize/2, gridTop - 6})
@@ -90,6 +100,7 @@ func slotTitle(s SlotView) string {
 	if s.State != SlotHeld {
 		holder = "last holder"
 	}
+	line("damage", s.Damage)
 	line(holder, s.Holder)
 	addr := s.Addr
 	if s.HTTP != "" {
@@ -125,13 +136,15 @@ svg text { font: 9px monospace; fill: #555; }
 .reserved { fill: #f9a825; background: #f9a825; }
 .free { fill: #cfd8dc; background: #cfd8dc; }
 .outside { fill: #ffffff; background: #ffffff; }
+.damaged { fill: #c62828; background: #c62828; }
 rect.outside { stroke: #e0e0e0; }
 </style>
 </head>
 <body>
 <h1>snowfleet slot map{{with .V.Root}} of <code>{{.}}</code>{{end}}</h1>
 {{with .V.Error}}<div class="banner" id="error" role="alert">Slot map unavailable: {{.}}</div>{{end}}
-<div class="counts" id="counts">held {{index .V.Counts "held"}}, reserved (cooling down) {{index .V.Counts "reserved"}}, free {{index .V.Counts "free"}}, outside {{index .V.Counts "outside"}} of 1024 slots; fleet datacenters: {{.FleetDCsText}}; read at {{.V.Now.Format "2006-01-02T15:04:05Z07:00"}}</div>
+{{with .Damaged}}<div class="banner" id="damaged" role="alert">Slot nodes that hold no slot record (overwritten by hand?): {{range $i, $s := .}}{{if $i}}, {{end}}{{$s}}{{end}}. Nobody claims these slots until a valid record is written: see the runbook.</div>{{end}}
+<div class="counts" id="counts">held {{index .V.Counts "held"}}, reserved (cooling down) {{index .V.Counts "reserved"}}, free {{index .V.Counts "free"}}, outside {{index .V.Counts "outside"}}{{with index .V.Counts "damaged"}}, damaged {{.}}{{end}} of 1024 slots; fleet datacenters: {{.FleetDCsText}}; read at {{.V.Now.Format "2006-01-02T15:04:05Z07:00"}}</div>
 <div class="legend" id="legend">{{range .Legend}}<span class="sw {{.Class}}"></span>{{.Text}}{{end}}</div>
 {{if .Cells}}<svg xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}" role="img" aria-label="slot map: datacenter rows, machine columns">
 {{range .ColLabels}}<text x="{{.X}}" y="{{.Y}}" text-anchor="middle" transform="rotate(-60 {{.X}} {{.Y}})">{{.Text}}</text>

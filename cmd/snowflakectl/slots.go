@@ -124,6 +124,9 @@ type slotsReport struct {
 	// Standbys are the workers waiting for a slot; while one waits for a
 	// range, its holders reserve only --standby-horizon ahead.
 	Standbys []coordinator.StandbyInfo `json:"standbys"`
+	// Damaged are the slot nodes that hold no slot record, slot -> why:
+	// nobody claims those slots until a valid record is written.
+	Damaged map[string]string `json:"damaged,omitempty"`
 }
 
 func runSlots(args []string, stdout, stderr io.Writer) int {
@@ -183,6 +186,12 @@ func buildSlotsReport(m coordinator.SlotMap, root string, now time.Time, all boo
 			rep.Used++
 		}
 	}
+	for s, why := range m.Damaged {
+		if rep.Damaged == nil {
+			rep.Damaged = map[string]string{}
+		}
+		rep.Damaged[s.String()] = why
+	}
 	held := make(map[snowflake.Slot]bool, len(m.Leases))
 	addRecord := func(r *slotRow, s snowflake.Slot) {
 		rec, ok := m.Slots[s]
@@ -241,6 +250,17 @@ func printSlots(w io.Writer, rep slotsReport, servers string) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "held %d, free %d (of %d in datacenters %s); %d slots ever used\n", rep.Held, rep.Free, rep.Owned, rep.Datacenters, rep.Used)
+	if len(rep.Damaged) > 0 {
+		damaged := make([]string, 0, len(rep.Damaged))
+		for s := range rep.Damaged {
+			damaged = append(damaged, s)
+		}
+		sort.Strings(damaged)
+		fmt.Fprintf(w, "%d damaged slot nodes hold no slot record; nobody claims them until a valid record is written (see the runbook):\n", len(damaged))
+		for _, s := range damaged {
+			fmt.Fprintf(w, "  %s: %s\n", s, rep.Damaged[s])
+		}
+	}
 	if len(rep.Standbys) == 0 {
 		fmt.Fprintln(w, "no standby waiting")
 		return

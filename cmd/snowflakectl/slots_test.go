@@ -13,6 +13,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker/client/fleettest"
 )
 
@@ -113,6 +114,33 @@ func TestSlotsShowsHoldersAndCounts(t *testing.T) {
 	if rc := runSlots(append(zkFlag, "--all"), &out, &errb); rc != exitOK || !strings.Contains(out.String(), "(free)") {
 		t.Errorf("--all table rc %d lacks the free slot:\n%s", rc, out.String())
 	}
+
+	// A slot node overwritten by hand: the map still reads, and names it.
+	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Set(coordinator.SlotPath(root, mustSlot(t, released)), []byte("not a record"), -1); err != nil {
+		t.Fatal(err)
+	}
+	rep = slotsJSON(t, append(zkFlag, "--json"))
+	if rep.Held != 1 || len(rep.Damaged) != 1 || !strings.Contains(rep.Damaged[released], "decode slot node") {
+		t.Fatalf("with %s overwritten: held %d, damaged %v; want 1 held and %s damaged", released, rep.Held, rep.Damaged, released)
+	}
+	out.Reset()
+	if rc := runSlots(zkFlag, &out, &errb); rc != exitOK || !strings.Contains(out.String(), "1 damaged slot nodes") || !strings.Contains(out.String(), "  "+released+": decode slot node") {
+		t.Errorf("table rc %d does not name the damaged slot %s:\n%s", rc, released, out.String())
+	}
+}
+
+func mustSlot(t *testing.T, s string) snowflake.Slot {
+	t.Helper()
+	sl, err := snowflake.ParseSlot(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sl
 }
 
 func slotsJSON(t *testing.T, args []string) slotsReport {

@@ -66,6 +66,19 @@ func TestSlotsPage(t *testing.T) {
 	// The fleet owns datacenters 3 and 31: the other 960 slots are drawn
 	// outside it, and free slots are counted of its 64.
 	owned := initFleetRoot(t, zks.Addr(), root, "3,31")
+	// A slot node overwritten by hand: drawn damaged, named in a banner,
+	// and the rest of the map still drawn.
+	damaged := snowflake.Slot{Datacenter: 31, Machine: 29}
+	{
+		conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Set(coordinator.SlotPath(root, damaged), []byte("reserved_until_ms=1"), -1); err != nil {
+			t.Fatalf("overwrite %s: %v", damaged, err)
+		}
+		conn.Close()
+	}
 	common := []string{"--zk", zks.Addr(), "--zk-root", root,
 		"--session-timeout", "4s", "--renew", "200ms", "--horizon", "2s"}
 	var ds []*daemonProc
@@ -110,7 +123,7 @@ func TestSlotsPage(t *testing.T) {
 		}
 	}
 	outside := (32 - owned.Len()) * 32
-	free := 1024 - 4 - outside
+	free := 1024 - 5 - outside
 
 	url := "http://127.0.0.1:" + ds[0].http + "/slots?refresh=1&x=%3Cscript%3E"
 	dom := chromium(t, url, "--dump-dom")
@@ -128,6 +141,10 @@ func TestSlotsPage(t *testing.T) {
 			if addr := held[c[1]]; addr == "" || !strings.Contains(c[3], "address: "+addr) || !strings.Contains(c[3], "held since: ") {
 				t.Errorf("held cell %s: title %q, want the address %q", c[1], c[3], addr)
 			}
+		case worker.SlotDamaged:
+			if c[1] != damaged.String() || !strings.Contains(c[3], "damage: decode slot node") {
+				t.Errorf("damaged cell %s: %q", c[1], c[3])
+			}
 		case worker.SlotReserved:
 			if c[1] != cooling.String() || !strings.Contains(c[3], "reserved until: ") || !strings.Contains(c[3], "last holder: _c_gone") {
 				t.Errorf("reserved cell %s: %q", c[1], c[3])
@@ -142,8 +159,8 @@ func TestSlotsPage(t *testing.T) {
 			t.Errorf("slot %s is held but its cell is not", s)
 		}
 	}
-	if states[worker.SlotReserved] != 1 || states[worker.SlotFree] != free || states[worker.SlotOutside] != outside {
-		t.Errorf("cell states %v, want 3 held, 1 reserved, %d free, %d outside", states, free, outside)
+	if states[worker.SlotReserved] != 1 || states[worker.SlotDamaged] != 1 || states[worker.SlotFree] != free || states[worker.SlotOutside] != outside {
+		t.Errorf("cell states %v, want 3 held, 1 reserved, 1 damaged, %d free, %d outside", states, free, outside)
 	}
 	for _, c := range cells {
 		s, _ := snowflake.ParseSlot(c[1])
@@ -151,8 +168,9 @@ func TestSlotsPage(t *testing.T) {
 			t.Errorf("cell %s is %s; fleet datacenters %v", c[1], c[2], fleetDCs)
 		}
 	}
-	if !strings.Contains(dom, fmt.Sprintf("held 3, reserved (cooling down) 1, free %d, outside %d of 1024 slots", free, outside)) ||
-		!strings.Contains(dom, `id="legend"`) || strings.Contains(dom, `class="banner"`) {
+	if !strings.Contains(dom, fmt.Sprintf("held 3, reserved (cooling down) 1, free %d, outside %d, damaged 1 of 1024 slots", free, outside)) ||
+		!strings.Contains(dom, `id="legend"`) || strings.Contains(dom, `id="error"`) ||
+		!regexp.MustCompile(`id="damaged"[^>]*>[^<]*`+damaged.String()).MatchString(dom) {
 		t.Errorf("count line, legend or banner wrong:\n%.3000s", dom)
 	}
 
@@ -179,6 +197,9 @@ func TestSlotsPage(t *testing.T) {
 	for _, s := range v.Slots {
 		if (s.State == worker.SlotHeld) != (held[s.Slot] != "") || s.State == worker.SlotHeld && (s.Addr != held[s.Slot] || s.HeldSince == nil) {
 			t.Errorf("/slots.json slot %+v", s)
+		}
+		if (s.State == worker.SlotDamaged) != (s.Slot == damaged.String()) || s.State == worker.SlotDamaged && s.Damage == "" {
+			t.Errorf("/slots.json slot %+v; the damaged one is %s", s, damaged)
 		}
 	}
 
