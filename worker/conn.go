@@ -116,7 +116,9 @@ func (c *conn) received(n int, now time.Time) {
 }
 
 // sliceReqs is how many requests a connection runs before the others get
-// their turn (a slice also ends once flushAt of replies are buffered): a
+// their turn (a slice also ends once flushAt bytes of requests read and
+// replies buffered add up, a measure of its cost: a SETNAME of 60 KiB
+// costs what its bytes cost, not what one request does): a
 // client that pipelines thousands of requests, or NEXTIDS 4096 by the
 // hundred, costs everyone else at most one slice a round, not its whole
 // backlog (issue 19). A pipeline of 16, the common deep one, is one slice.
@@ -144,15 +146,16 @@ const (
 )
 
 // execSlice executes the complete requests in rbuf in order, at most
-// sliceReqs of them or until flushAt of replies are buffered, a write
+// sliceReqs of them or until flushAt bytes of requests and replies, a write
 // stalled, or an ID request must wait. It does no I/O: the transport
 // writes the replies after each slice. Readiness is re-checked once a
 // slice, so "not ready" means no IDs within a slice, however deep the
 // pipeline and however slowly its replies are read.
 func (c *conn) execSlice() sliceEnd {
 	c.ready = false
+	start := c.r
 	for i := 0; !c.stalled && c.r < c.w; i++ {
-		if i == sliceReqs || len(c.wbuf) >= flushAt {
+		if i == sliceReqs || len(c.wbuf)+c.r-start >= flushAt {
 			return sliceMore
 		}
 		frame := c.rbuf[c.r:c.w]
