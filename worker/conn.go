@@ -99,10 +99,10 @@ type transport interface {
 func newConn(s *Server, nc net.Conn, id int64) *conn {
 	return &conn{
 		s: s, nc: nc, id: id,
-		rbuf:    make([]byte, readBufSize),
+		rbuf:    s.bufs.get(readBufSize),
 		p:       newParser(),
 		argv:    make([][]byte, 0, 8),
-		wbuf:    make([]byte, 0, writeBufSize),
+		wbuf:    s.bufs.get(writeBufSize)[:0],
 		pending: make([]uint32, len(s.cmds)),
 	}
 }
@@ -220,13 +220,15 @@ func (c *conn) makeRoom() bool {
 	if c.r == c.w {
 		c.r, c.w = 0, 0
 		if len(c.rbuf) > readBufSize {
-			c.rbuf = make([]byte, readBufSize)
+			c.s.bufs.put(c.rbuf)
+			c.rbuf = c.s.bufs.get(readBufSize)
 		}
 		return true
 	}
 	if len(c.rbuf) > readBufSize && c.w-c.r <= readBufSize/2 {
-		nb := make([]byte, readBufSize)
+		nb := c.s.bufs.get(readBufSize)
 		c.w = copy(nb, c.rbuf[c.r:c.w])
+		c.s.bufs.put(c.rbuf)
 		c.r, c.rbuf = 0, nb
 		return true
 	}
@@ -245,8 +247,9 @@ func (c *conn) makeRoom() bool {
 		c.protocolError(errBigFrame)
 		return false
 	}
-	nb := make([]byte, min(2*len(c.rbuf), MaxFrame))
+	nb := c.s.bufs.get(min(2*len(c.rbuf), MaxFrame))
 	copy(nb, c.rbuf[:c.w])
+	c.s.bufs.put(c.rbuf)
 	c.rbuf = nb
 	return true
 }
@@ -307,7 +310,7 @@ func (c *conn) now() time.Time {
 // a buffer that grew past keepWriteBuf.
 func (c *conn) emptyWbuf() {
 	if cap(c.wbuf) > keepWriteBuf {
-		c.wbuf = make([]byte, 0, writeBufSize)
+		c.wbuf = c.s.bufs.get(writeBufSize)[:0]
 	} else {
 		c.wbuf = c.wbuf[:0]
 	}
