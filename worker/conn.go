@@ -99,10 +99,10 @@ type transport interface {
 func newConn(s *Server, nc net.Conn, id int64) *conn {
 	return &conn{
 		s: s, nc: nc, id: id,
-		rbuf:    make([]byte, readBufSize),
+		rbuf:    s.bufs.get(readBufSize),
 		p:       newParser(),
 		argv:    make([][]byte, 0, 8),
-		wbuf:    make([]byte, 0, writeBufSize),
+		wbuf:    s.bufs.get(writeBufSize)[:0],
 		pending: make([]uint32, len(s.cmds)),
 	}
 }
@@ -116,7 +116,9 @@ func (c *conn) received(n int, now time.Time) {
 }
 
 // sliceReqs is how many requests a connection runs before the others get
-// their turn (a slice also ends once flushAt of replies are buffered): a
+// their turn (a slice also ends once flushAt bytes of requests read and
+// replies buffered add up, a measure of its cost: a SETNAME of 60 KiB
+// costs what its bytes cost, not what one request does): a
 // client that pipelines thousands of requests, or NEXTIDS 4096 by the
 // hundred, costs everyone else at most one slice a round, not its whole
 // backlog (issue 19). A pipeline of 16, the common deep one, is one slice.
@@ -144,15 +146,16 @@ const (
 )
 
 // execSlice executes the complete requests in rbuf in order, at most
-// sliceReqs of them or until flushAt of replies are buffered, a write
+// sliceReqs of them or until flushAt bytes of requests and replies, a write
 // stalled, or an ID request must wait. It does no I/O: the transport
 // writes the replies after each slice. Readiness is re-checked once a
 // slice, so "not ready" means no IDs within a slice, however deep the
 // pipeline and however slowly its replies are read.
 func (c *conn) execSlice() sliceEnd {
 	c.ready = false
+	start := c.r
 	for i := 0; !c.stalled && c.r < c.w; i++ {
-		if i == sliceReqs || len(c.wbuf) >= flushAt {
+		if i == sliceReqs || len(c.wbuf)+c.r-start >= flushAt {
 			return sliceMore
 		}
 		frame := c.rbuf[c.r:c.w]
@@ -217,13 +220,15 @@ func (c *conn) makeRoom() bool {
 	if c.r == c.w {
 		c.r, c.w = 0, 0
 		if len(c.rbuf) > readBufSize {
-			c.rbuf = make([]byte, readBufSize)
+			c.s.bufs.put(c.rbuf)
+			c.rbuf = c.s.bufs.get(readBufSize)
 		}
 		return true
 	}
 	if len(c.rbuf) > readBufSize && c.w-c.r <= readBufSize/2 {
-		nb := make([]byte, readBufSize)
+		nb := c.s.bufs.get(readBufSize)
 		c.w = copy(nb, c.rbuf[c.r:c.w])
+		c.s.bufs.put(c.rbuf)
 		c.r, c.rbuf = 0, nb
 		return true
 	}
@@ -242,8 +247,9 @@ func (c *conn) makeRoom() bool {
 		c.protocolError(errBigFrame)
 		return false
 	}
-	nb := make([]byte, min(2*len(c.rbuf), MaxFrame))
+	nb := c.s.bufs.get(min(2*len(c.rbuf), MaxFrame))
 	copy(nb, c.rbuf[:c.w])
+	c.s.bufs.put(c.rbuf)
 	c.rbuf = nb
 	return true
 }
@@ -304,7 +310,7 @@ func (c *conn) now() time.Time {
 // a buffer that grew past keepWriteBuf.
 func (c *conn) emptyWbuf() {
 	if cap(c.wbuf) > keepWriteBuf {
-		c.wbuf = make([]byte, 0, writeBufSize)
+		c.wbuf = c.s.bufs.get(writeBufSize)[:0]
 	} else {
 		c.wbuf = c.wbuf[:0]
 	}

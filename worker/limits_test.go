@@ -83,6 +83,15 @@ func testHelloSetName(t *testing.T, zk *zktest.Server) {
 	r.send("CLIENT GETNAME\r\n")
 	r.expect("$9")
 	r.expect("good-name")
+	// CLIENT LIST is one line, a bulk string of the right length, that
+	// ends with the name.
+	r.send("CLIENT LIST\r\n")
+	hdr := r.expectPrefix("$")
+	l, _ := r.line() // up to the line's own newline
+	if n, _ := strconv.Atoi(hdr[1:]); n != len(l) || !strings.HasPrefix(l, "id=") || !strings.HasSuffix(l, " name=good-name db=0\n") {
+		t.Fatalf("CLIENT LIST: %q then %q", hdr, l)
+	}
+	r.expect("") // the bulk string's CRLF
 }
 
 // testDrainKernelBuffered: a drain answers the requests that reached the
@@ -169,6 +178,24 @@ func testWriteTimeoutFromStall(t *testing.T, zk *zktest.Server) {
 		for range 4096 {
 			if _, err := r.br.ReadSlice('\n'); err != nil {
 				t.Fatalf("reply %d: %v", i, err)
+			}
+		}
+	}
+}
+
+// TestValidName: the word-at-a-time check agrees with Redis's rule,
+// printable ASCII without spaces, for every byte value at every position
+// of a name of up to 17 bytes (so both the words and the tail are tried).
+func TestValidName(t *testing.T) {
+	for n := 1; n <= 17; n++ {
+		for pos := range n {
+			for b := range 256 {
+				name := []byte(strings.Repeat("a", n))
+				name[pos] = byte(b)
+				want := b > ' ' && b <= '~'
+				if got := validName(name); got != want {
+					t.Fatalf("validName(%q) = %v, want %v", name, got, want)
+				}
 			}
 		}
 	}

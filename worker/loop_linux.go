@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -197,6 +198,12 @@ func (l *loop) run() {
 		if l.done() {
 			return
 		}
+		// A round done, let the goroutines waiting for a P run: the other
+		// loop woken by a request, the accept loop, timers. A loop with a
+		// backlog (pipeliners queued or parked) would otherwise keep its
+		// P until the runtime preempts it, up to 10 ms later, and on two
+		// cores the other loop's clients would wait that long.
+		runtime.Gosched()
 	}
 }
 
@@ -231,8 +238,18 @@ func (l *loop) poll(fd uintptr) bool {
 			continue
 		}
 		e := l.conns[ev.Fd]
-		if e == nil || e.queued || !e.parkedUntil.IsZero() {
-			continue // its backlog first; it is not read meanwhile
+		if e == nil {
+			continue
+		}
+		if e.queued || !e.parkedUntil.IsZero() {
+			// Its backlog first; it is not read meanwhile, nor watched
+			// (evConn.watch), so this is a reset or an error, reported
+			// whatever the set asks for: its replies can no longer
+			// arrive, and left there it would be reported at every wait.
+			if ev.Events&(syscall.EPOLLERR|syscall.EPOLLHUP) != 0 {
+				l.close(e)
+			}
+			continue
 		}
 		var ok bool
 		if e.c.stalled {
@@ -379,6 +396,7 @@ func (l *loop) woken() {
 	l.incoming = nil
 	l.mu.Unlock()
 	for _, e := range in {
+		e.armed = syscall.EPOLLIN
 		if err := l.ctl(syscall.EPOLL_CTL_ADD, e.fd, syscall.EPOLLIN); err != nil {
 			l.s.log.Warn("cannot watch connection", "error", err)
 			l.close(e)

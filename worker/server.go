@@ -44,6 +44,8 @@ type Server struct {
 	// rejecting bounds the connections refused at MaxConns that linger at
 	// once (see reject).
 	rejecting chan struct{}
+	// bufs keeps connections' buffers for the next ones (bufcache.go).
+	bufs bufCache
 
 	// loops serve the TCP connections, one per P, each a share of them
 	// (Linux, unless Config.NoEventLoop); none: a goroutine per connection.
@@ -244,6 +246,9 @@ func (s *Server) release(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.bufs.put(c.rbuf)
+	s.bufs.put(c.wbuf)
+	c.rbuf, c.wbuf, c.r, c.w = nil, nil, 0, 0
 	s.open.Add(-1)
 	s.m.conns.Dec()
 	s.wg.Done()
