@@ -56,14 +56,15 @@ func (w *alertWatch) poll() ([]Alert, error) {
 	return as, err
 }
 
-// firing waits until the alert fires on the target, at most limit after
-// since (what happened then); a failure says what Prometheus saw. The
-// returned phrase is for the report.
+// firing waits until the alert fires on the target, at most limit from
+// now (its condition should hold already); a failure says what Prometheus
+// saw. The returned phrase, for the report, times it from since (what
+// happened then).
 func (w *alertWatch) firing(name string, since time.Time, what string, limit time.Duration) string {
 	w.e.t.Helper()
 	var last []Alert
 	var err error
-	for time.Since(since) <= limit {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
 		last, err = w.poll()
 		for _, a := range last {
 			if a.Labels["alertname"] == name && a.State == "firing" {
@@ -72,18 +73,18 @@ func (w *alertWatch) firing(name string, since time.Time, what string, limit tim
 		}
 		w.e.sleep(250 * time.Millisecond)
 	}
-	w.e.t.Errorf("Prometheus: %s did not fire on %s (%s) within %v of %s; active there: %s (%v); %s",
-		name, w.who, w.inst, limit, what, describe(last), err, w.says())
-	return fmt.Sprintf("%s NOT firing within %v of %s", name, limit, what)
+	w.e.t.Errorf("Prometheus: %s did not fire on %s (%s) %.1f s after %s; active there: %s (%v); %s",
+		name, w.who, w.inst, time.Since(since).Seconds(), what, describe(last), err, w.says())
+	return fmt.Sprintf("%s NOT firing %.1f s after %s", name, time.Since(since).Seconds(), what)
 }
 
 // resolved waits until none of names is active on the target, at most
-// limit after since.
+// limit from now.
 func (w *alertWatch) resolved(since time.Time, what string, limit time.Duration, names ...string) string {
 	w.e.t.Helper()
 	var left []Alert
 	var err error
-	for time.Since(since) <= limit {
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); {
 		left, err = w.poll()
 		left = slices.DeleteFunc(left, func(a Alert) bool { return !slices.Contains(names, a.Labels["alertname"]) })
 		if err == nil && len(left) == 0 {
@@ -91,8 +92,9 @@ func (w *alertWatch) resolved(since time.Time, what string, limit time.Duration,
 		}
 		w.e.sleep(250 * time.Millisecond)
 	}
-	w.e.t.Errorf("Prometheus: on %s (%s), %v after %s, still active: %s (%v); %s", w.who, w.inst, limit, what, describe(left), err, w.says())
-	return fmt.Sprintf("still active %v after %s: %s", limit, what, describe(left))
+	w.e.t.Errorf("Prometheus: on %s (%s), %.1f s after %s, still active: %s (%v); %s",
+		w.who, w.inst, time.Since(since).Seconds(), what, describe(left), err, w.says())
+	return fmt.Sprintf("still active %.1f s after %s: %s", time.Since(since).Seconds(), what, describe(left))
 }
 
 // others names the other alerts seen active on the target, for the report.

@@ -26,7 +26,7 @@ const (
 	promInterval = time.Second      // scrape, rule evaluation and DNS refresh
 	alertFor     = 2 * time.Second  // every alert's `for:`
 	alertWindow  = 10 * time.Second // every range selector ([5m] in rates and increases)
-	promUpBound  = 20 * time.Second // for Prometheus to scrape every worker container
+	promUpBound  = 30 * time.Second // for Prometheus to scrape every worker container
 )
 
 // promImage is the Prometheus image: PROMETHEUS_IMAGE (e.g. the official

@@ -349,12 +349,12 @@ func partitionWorker(e env) result {
 	// Up (Prometheus reaches it on front) and not ready: the cut is held
 	// until the not-ready alert fires; back on ZooKeeper it finds its lease
 	// lost.
-	pn := aw.firing("SnowflakeWorkerNotReady", cut, "the cut", horizon+alertFor+10*time.Second)
+	pn := aw.firing("SnowflakeWorkerNotReady", cut, "the cut", alertFor+20*time.Second)
 	e.docker("network", "connect", net, w.ID)
 	healed := time.Now()
-	pn += ", " + aw.firing("SnowflakeLeaseLost", healed, "the reconnect", alertFor+10*time.Second)
+	pn += ", " + aw.firing("SnowflakeLeaseLost", healed, "the reconnect", alertFor+20*time.Second)
 	p.Release()
-	pn += ", " + aw.resolved(healed, "the reconnect", alertWindow+alertFor+15*time.Second, leaseAlerts...)
+	pn += ", " + aw.resolved(healed, "the reconnect", alertWindow+alertFor+20*time.Second, leaseAlerts...)
 	return result{want: 4, fault: cut, back: back,
 		note: fmt.Sprintf("slot %s passed on %.1f s after the cut; cut-off worker served %d IDs after the cut, the last %d ms below its ceiling, then %s; %s; Prometheus on %s: %s (%s)",
 			slot, took.Seconds(), n, ceiling-hi, after.State, note, w.Short(), pn, aw.others(leaseAlerts...))}
