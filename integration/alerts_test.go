@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -111,6 +112,20 @@ func (w *alertWatch) others(names ...string) string {
 	return "also seen on it: " + strings.Join(out, ", ")
 }
 
+// scrapes says how many scrapes of the target failed over the last span,
+// and the slowest: a failed scrape drops the series, and restarts the `for:`
+// of an alert on them.
+func (w *alertWatch) scrapes(span time.Duration) string {
+	r := promDur(span)
+	failed, err1 := w.e.prom.Query(w.e.ctx, fmt.Sprintf(`count_over_time(up{instance="%[1]s"}[%[2]s]) - sum_over_time(up{instance="%[1]s"}[%[2]s])`, w.inst, r))
+	total, err2 := w.e.prom.Query(w.e.ctx, fmt.Sprintf(`count_over_time(up{instance="%s"}[%s])`, w.inst, r))
+	slow, err3 := w.e.prom.Query(w.e.ctx, fmt.Sprintf(`max_over_time(scrape_duration_seconds{instance="%s"}[%s])`, w.inst, r))
+	if err := errors.Join(err1, err2, err3); err != nil || len(failed) != 1 || len(total) != 1 || len(slow) != 1 {
+		return fmt.Sprintf("scrapes of the last %s unknown (%v)", r, err)
+	}
+	return fmt.Sprintf("%s of %s scrapes in the last %s failed, the slowest %s s", failed[0].Value, total[0].Value, r, slow[0].Value)
+}
+
 // says is what Prometheus last scraped from the target: up, ready, the
 // lease state and lost leases, to tell a rule that did not match from a
 // target that was not scraped.
@@ -138,7 +153,7 @@ func (w *alertWatch) says() string {
 		}
 		parts = append(parts, fmt.Sprintf("%s: [%s]", strings.Split(q, "{")[0], strings.Join(s, ", ")))
 	}
-	return "Prometheus has " + strings.Join(parts, "; ")
+	return "Prometheus has " + strings.Join(parts, "; ") + "; " + w.scrapes(time.Minute)
 }
 
 func reason(a Alert) string {

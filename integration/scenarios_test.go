@@ -355,6 +355,7 @@ func partitionWorker(e env) result {
 	pn += ", " + aw.firing("SnowflakeLeaseLost", healed, "the reconnect", alertFor+20*time.Second)
 	p.Release()
 	pn += ", " + aw.resolved(healed, "the reconnect", alertWindow+alertFor+20*time.Second, leaseAlerts...)
+	pn += "; " + aw.scrapes(time.Since(cut).Round(time.Second))
 	return result{want: 4, fault: cut, back: back,
 		note: fmt.Sprintf("slot %s passed on %.1f s after the cut; cut-off worker served %d IDs after the cut, the last %d ms below its ceiling, then %s; %s; Prometheus on %s: %s (%s)",
 			slot, took.Seconds(), n, ceiling-hi, after.State, note, w.Short(), pn, aw.others(leaseAlerts...))}
