@@ -69,7 +69,8 @@ func (w *alertWatch) firing(name string, since time.Time, what string, limit tim
 		last, err = w.poll()
 		for _, a := range last {
 			if a.Labels["alertname"] == name && a.State == "firing" {
-				return fmt.Sprintf("%s%s firing %.1f s after %s", name, reason(a), time.Since(since).Seconds(), what)
+				return fmt.Sprintf("%s%s active %.1f s and firing %.1f s after %s", name, reason(a),
+					a.ActiveAt.Sub(since).Seconds(), time.Since(since).Seconds(), what)
 			}
 		}
 		w.e.sleep(250 * time.Millisecond)
