@@ -69,8 +69,8 @@ func (w *alertWatch) firing(name string, since time.Time, what string, limit tim
 		last, err = w.poll()
 		for _, a := range last {
 			if a.Labels["alertname"] == name && a.State == "firing" {
-				return fmt.Sprintf("%s%s active %.1f s and firing %.1f s after %s", name, reason(a),
-					a.ActiveAt.Sub(since).Seconds(), time.Since(since).Seconds(), what)
+				return fmt.Sprintf("%s%s active %.1f s and firing %s after %s", name, reason(a),
+					a.ActiveAt.Sub(since).Seconds(), w.firedAt(name, since), what)
 			}
 		}
 		w.e.sleep(250 * time.Millisecond)
@@ -78,6 +78,23 @@ func (w *alertWatch) firing(name string, since time.Time, what string, limit tim
 	w.e.t.Errorf("Prometheus: %s did not fire on %s (%s) %.1f s after %s; active there: %s (%v); %s",
 		name, w.who, w.inst, time.Since(since).Seconds(), what, describe(last), err, w.says())
 	return fmt.Sprintf("%s NOT firing %.1f s after %s", name, time.Since(since).Seconds(), what)
+}
+
+// firedAt is when the alert first fired, after since, from the ALERTS
+// series Prometheus writes at each evaluation (the API gives only when it
+// became active, and the suite may look later).
+func (w *alertWatch) firedAt(name string, since time.Time) string {
+	span := time.Since(since).Truncate(time.Second) + 2*time.Second
+	q := fmt.Sprintf(`min_over_time(timestamp(ALERTS{alertname=%q,instance=%q,alertstate="firing"})[%s:1s])`, name, w.inst, promDur(span))
+	vs, err := w.e.prom.Query(w.e.ctx, q)
+	var ts float64
+	if err == nil && len(vs) > 0 {
+		_, err = fmt.Sscan(vs[0].Value, &ts)
+	}
+	if err != nil || len(vs) == 0 {
+		return fmt.Sprintf("(seen at %.1f s)", time.Since(since).Seconds())
+	}
+	return fmt.Sprintf("%.1f s", time.UnixMilli(int64(ts*1000)).Sub(since).Seconds())
 }
 
 // resolved waits until none of names is active on the target, at most
