@@ -28,11 +28,12 @@ const (
 
 // env is what a scenario gets.
 type env struct {
-	ctx context.Context
-	t   *testing.T
-	st  *Stack
-	col *Collector
-	mon *Monitor
+	ctx  context.Context
+	t    *testing.T
+	st   *Stack
+	col  *Collector
+	mon  *Monitor
+	prom *Prom
 }
 
 // result is what a scenario reports: how many workers must serve after it;
@@ -81,6 +82,15 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("stack up: %v", err)
 	}
 	t.Logf("stack %s up in %v", st.Project, time.Since(upStart).Round(100*time.Millisecond))
+	prom, err := StartPrometheus(ctx, st, t.TempDir())
+	if err != nil {
+		t.Fatalf("prometheus: %v", err)
+	}
+	if note, err := prom.WaitAllUp(ctx, promUpBound); err != nil {
+		t.Fatalf("at the start: %v", err)
+	} else {
+		t.Logf("at the start: %s", note)
+	}
 
 	col := StartCollector(ctx, st, t.Logf)
 	t.Cleanup(col.Stop)
@@ -96,7 +106,7 @@ func TestFleet(t *testing.T) {
 	col.TakeErrors()
 	for _, sc := range scenarios() {
 		t.Run(sc.name, func(t *testing.T) {
-			e := env{ctx: ctx, t: t, st: st, col: col, mon: mon}
+			e := env{ctx: ctx, t: t, st: st, col: col, mon: mon, prom: prom}
 			// The fleet it starts from, outside its counts.
 			e.fleet(sc.workers)
 			e.sleep(time.Second)
@@ -118,7 +128,13 @@ func TestFleet(t *testing.T) {
 					t.Errorf("served again %v after the fault, bound %v", r.Recovery.Round(100*time.Millisecond), r.Limit)
 				}
 			}
-			_ = sleep(ctx, settle)
+			healed := time.Now()
+			if note, err := prom.WaitAllUp(ctx, promUpBound); err != nil {
+				t.Errorf("after the heal: %v", err)
+			} else {
+				r.Notes += "; " + note
+			}
+			_ = sleep(ctx, settle-time.Since(healed))
 			v := Check(ctx, st, col, mon, time.Now().Add(-time.Second))
 			after := col.snap()
 			d := after.client.sub(before.client)
@@ -198,17 +214,18 @@ func requireDocker(t *testing.T) {
 
 // ensureImages builds the chaos worker image from this tree (unless
 // SNOWFLEET_IT_NO_BUILD=1 and it exists) under the name the stack runs, and
-// brings the ZooKeeper image up to date (build-images.sh skips it when its
-// inputs are unchanged, and only checks an image that is not ours).
+// brings the ZooKeeper and Prometheus images up to date (build-images.sh
+// skips each when its inputs are unchanged, and only checks an image that is
+// not ours).
 func ensureImages(t *testing.T) {
 	t.Helper()
-	what := []string{"zookeeper"}
+	what := []string{"zookeeper", "prometheus"}
 	if os.Getenv("SNOWFLEET_IT_NO_BUILD") != "1" || exec.Command("docker", "image", "inspect", workerImage()).Run() != nil {
 		what = append([]string{"chaos"}, what...)
 	}
 	start := time.Now()
 	cmd := exec.Command(filepath.Join("..", "deploy", "build-images.sh"), what...)
-	cmd.Env = append(os.Environ(), "CHAOS_IMAGE="+workerImage(), "ZK_IMAGE="+zkImage())
+	cmd.Env = append(os.Environ(), "CHAOS_IMAGE="+workerImage(), "ZK_IMAGE="+zkImage(), "PROMETHEUS_IMAGE="+promImage())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("deploy/build-images.sh %v: %v\n%s", what, err, out)

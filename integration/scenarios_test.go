@@ -159,9 +159,13 @@ func scaleOutIn(e env) result {
 	_, err := WaitServing(e.ctx, e.st, 8, 60*time.Second)
 	e.must(err, "8 workers")
 	out := time.Since(start)
+	up, err := e.prom.WaitAllUp(e.ctx, promUpBound)
+	if err != nil {
+		e.t.Errorf("at 8 workers: %v", err)
+	}
 	e.sleep(3 * time.Second)
 	e.must(e.st.Scale(e.ctx, 2), "scale to 2")
-	return result{want: 2, note: fmt.Sprintf("3→8 serving in %.1f s; 8→2 by SIGTERM", out.Seconds())}
+	return result{want: 2, note: fmt.Sprintf("3→8 serving in %.1f s (%s); 8→2 by SIGTERM", out.Seconds(), up)}
 }
 
 // b: kill -9 a worker, start it again 3 s later.
@@ -312,6 +316,7 @@ func zombieWakesEarly(e env) result {
 func partitionWorker(e env) result {
 	ws := e.workers()
 	w := ws[0]
+	aw := e.watchAlerts(w, leaseAlerts...)
 	p, standby := e.standbyFor(3)
 	before := e.status(w)
 	slot := before.Slot
@@ -341,11 +346,19 @@ func partitionWorker(e env) result {
 		e.t.Errorf("the cut-off worker stopped at ms %d, %d ms short of its ceiling %d", hi, ceiling-hi, ceiling)
 	}
 	note := e.disjoint(w, standby, slot)
+	// Up (Prometheus reaches it on front) and not ready: the cut is held
+	// until the not-ready alert fires; back on ZooKeeper it finds its lease
+	// lost.
+	pn := aw.firing("SnowflakeWorkerNotReady", cut, "the cut", alertFor+20*time.Second)
 	e.docker("network", "connect", net, w.ID)
+	healed := time.Now()
+	pn += ", " + aw.firing("SnowflakeLeaseLost", healed, "the reconnect", alertFor+20*time.Second)
 	p.Release()
+	pn += ", " + aw.resolved(healed, "the reconnect", alertWindow+alertFor+20*time.Second, leaseAlerts...)
+	pn += "; " + aw.scrapes(time.Since(cut).Round(time.Second))
 	return result{want: 4, fault: cut, back: back,
-		note: fmt.Sprintf("slot %s passed on %.1f s after the cut; cut-off worker served %d IDs after the cut, the last %d ms below its ceiling, then %s; %s",
-			slot, took.Seconds(), n, ceiling-hi, after.State, note)}
+		note: fmt.Sprintf("slot %s passed on %.1f s after the cut; cut-off worker served %d IDs after the cut, the last %d ms below its ceiling, then %s; %s; Prometheus on %s: %s (%s)",
+			slot, took.Seconds(), n, ceiling-hi, after.State, note, w.Short(), pn, aw.others(leaseAlerts...))}
 }
 
 func (e env) zkModes() (leader Container, others []Container) {
