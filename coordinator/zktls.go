@@ -1,0 +1,167 @@
+package coordinator
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// ErrZKTLSFiles: a ZooKeeper TLS certificate, key or CA file is missing,
+// unreadable, not PEM, or the certificate does not match the key.
+var ErrZKTLSFiles = errors.New("bad ZooKeeper TLS files")
+
+// ZKTLS names the PEM files of a TLS connection to ZooKeeper's
+// secureClientPort. TLS is on when any is set.
+type ZKTLS struct {
+	// CertFile and KeyFile are the client certificate and key presented to
+	// the server (ZooKeeper's default ssl.clientAuth=need asks for one);
+	// both or neither.
+	CertFile, KeyFile string
+	// CACertFile holds the CA certificates the servers' certificates are
+	// checked against; "" means the system's roots.
+	CACertFile string
+}
+
+// Enabled: TLS was asked for.
+func (z ZKTLS) Enabled() bool { return z.CertFile != "" || z.KeyFile != "" || z.CACertFile != "" }
+
+// load reads the files into a client config (the server name is set per
+// dial, from the address dialed). An error is a *snowflake.ConfigError
+// naming the field (TLS.CertFile, TLS.KeyFile, TLS.CACertFile) and wrapping
+// ErrZKTLSFiles.
+func (z ZKTLS) load() (*tls.Config, error) {
+	bad := func(field, value string, err error) error {
+		return &snowflake.ConfigError{Field: "TLS." + field, Value: value, Err: fmt.Errorf("%w: %w", ErrZKTLSFiles, err)}
+	}
+	switch {
+	case z.CertFile == "" && z.KeyFile != "":
+		return nil, bad("CertFile", "", errors.New("empty, but a key file is set: the certificate and key go together"))
+	case z.CertFile != "" && z.KeyFile == "":
+		return nil, bad("KeyFile", "", errors.New("empty, but a certificate file is set: the certificate and key go together"))
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if z.CertFile != "" {
+		for _, f := range []struct{ field, path string }{{"CertFile", z.CertFile}, {"KeyFile", z.KeyFile}} {
+			if _, err := os.ReadFile(f.path); err != nil {
+				return nil, bad(f.field, f.path, err)
+			}
+		}
+		cert, err := tls.LoadX509KeyPair(z.CertFile, z.KeyFile)
+		if err != nil {
+			return nil, bad("CertFile", z.CertFile, fmt.Errorf("with key %s: %w", z.KeyFile, err))
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	if z.CACertFile != "" {
+		pem, err := os.ReadFile(z.CACertFile)
+		if err != nil {
+			return nil, bad("CACertFile", z.CACertFile, err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, bad("CACertFile", z.CACertFile, errors.New("holds no PEM certificate"))
+		}
+		cfg.RootCAs = pool
+	}
+	return cfg, nil
+}
+
+// stamp is the files' mtimes and sizes: what a reload looks for.
+func (z ZKTLS) stamp() string {
+	s := ""
+	for _, p := range []string{z.CertFile, z.KeyFile, z.CACertFile} {
+		if p == "" {
+			continue
+		}
+		if st, err := os.Stat(p); err == nil {
+			s += fmt.Sprintf("%s:%d:%d;", p, st.ModTime().UnixNano(), st.Size())
+		} else {
+			s += p + ":missing;"
+		}
+	}
+	return s
+}
+
+// zkDialer dials ZooKeeper over TLS. The files are looked at on every dial
+// (a session's first connection and each reconnect): a rotated
+// certificate is presented from the next connection on, with no restart,
+// and an established connection keeps the one it was made with, as the
+// server checks a certificate only at the handshake. Files that change but
+// do not load (half-written, mismatched) are logged, and the ones in force
+// stay.
+type zkDialer struct {
+	files ZKTLS
+	log   hclog.Logger
+
+	mu    sync.Mutex
+	stamp string
+	cfg   *tls.Config
+}
+
+func newZKDialer(files ZKTLS, log hclog.Logger) (*zkDialer, error) {
+	stamp := files.stamp()
+	cfg, err := files.load()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	return &zkDialer{files: files, log: log, stamp: stamp, cfg: cfg}, nil
+}
+
+// config is the config in force, reloaded first if the files changed.
+func (d *zkDialer) config() *tls.Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if stamp := d.files.stamp(); stamp != d.stamp {
+		d.stamp = stamp // not again until they change again
+		if cfg, err := d.files.load(); err != nil {
+			d.log.Error("ZooKeeper TLS files changed but do not load; the ones in force stay", "error", err)
+		} else {
+			d.cfg = cfg
+			d.log.Info("ZooKeeper TLS files reloaded", "cert", d.files.CertFile, "ca", d.files.CACertFile)
+		}
+	}
+	return d.cfg
+}
+
+// dial is a zk.Dialer: TCP, then the handshake, both within timeout; the
+// server's certificate must name the host dialed.
+func (d *zkDialer) dial(network, address string, timeout time.Duration) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	cfg := d.config().Clone()
+	cfg.ServerName = host
+	nd := &net.Dialer{Timeout: timeout}
+	c, err := tls.DialWithDialer(nd, network, address, cfg)
+	if err != nil {
+		d.log.Debug("zookeeper tls dial failed", "server", address, "error", err)
+		return nil, err
+	}
+	return c, nil
+}
+
+// dialOption is go-zookeeper's dialer option for files; nil without TLS.
+func dialOption(files ZKTLS, log hclog.Logger) (func(*zk.Conn), error) {
+	if !files.Enabled() {
+		return nil, nil
+	}
+	d, err := newZKDialer(files, log)
+	if err != nil {
+		return nil, err
+	}
+	return zk.WithDialer(d.dial), nil
+}
