@@ -137,7 +137,7 @@ func (c Config) Validate() error {
 		return &snowflake.ConfigError{Field: "Auth", Err: err}
 	}
 	if c.TLS.Enabled() {
-		if _, err := c.TLS.load(); err != nil {
+		if err := c.TLS.Validate("TLS."); err != nil {
 			return err
 		}
 	}

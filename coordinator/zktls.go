@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -35,13 +36,20 @@ type ZKTLS struct {
 // Enabled: TLS was asked for.
 func (z ZKTLS) Enabled() bool { return z.CertFile != "" || z.KeyFile != "" || z.CACertFile != "" }
 
+// Validate loads the files, as a connection would. An error is a
+// *snowflake.ConfigError naming the field as prefix+"CertFile" (KeyFile,
+// CACertFile) and wrapping ErrZKTLSFiles; Config.Validate's prefix is
+// "TLS.".
+func (z ZKTLS) Validate(prefix string) error {
+	_, err := z.load(prefix)
+	return err
+}
+
 // load reads the files into a client config (the server name is set per
-// dial, from the address dialed). An error is a *snowflake.ConfigError
-// naming the field (TLS.CertFile, TLS.KeyFile, TLS.CACertFile) and wrapping
-// ErrZKTLSFiles.
-func (z ZKTLS) load() (*tls.Config, error) {
+// dial, from the address dialed); errors as Validate's.
+func (z ZKTLS) load(prefix string) (*tls.Config, error) {
 	bad := func(field, value string, err error) error {
-		return &snowflake.ConfigError{Field: "TLS." + field, Value: value, Err: fmt.Errorf("%w: %w", ErrZKTLSFiles, err)}
+		return &snowflake.ConfigError{Field: prefix + field, Value: value, Err: fmt.Errorf("%w: %w", ErrZKTLSFiles, err)}
 	}
 	switch {
 	case z.CertFile == "" && z.KeyFile != "":
@@ -110,7 +118,7 @@ type zkDialer struct {
 
 func newZKDialer(files ZKTLS, log hclog.Logger) (*zkDialer, error) {
 	stamp := files.stamp()
-	cfg, err := files.load()
+	cfg, err := files.load("TLS.")
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +134,7 @@ func (d *zkDialer) config() *tls.Config {
 	defer d.mu.Unlock()
 	if stamp := d.files.stamp(); stamp != d.stamp {
 		d.stamp = stamp // not again until they change again
-		if cfg, err := d.files.load(); err != nil {
+		if cfg, err := d.files.load("TLS."); err != nil {
 			d.log.Error("ZooKeeper TLS files changed but do not load; the ones in force stay", "error", err)
 		} else {
 			d.cfg = cfg
@@ -136,8 +144,14 @@ func (d *zkDialer) config() *tls.Config {
 	return d.cfg
 }
 
-// dial is a zk.Dialer: TCP, then the handshake, both within timeout; the
-// server's certificate must name the host dialed.
+// zkHandshakeTimeout bounds a TLS handshake with a server. go-zookeeper
+// gives a dialer 1 s, enough for a TCP connect; a JVM's first handshakes
+// (its crypto not yet compiled) on a busy machine took longer here, and a
+// failed dial to the only server fails the calls queued on the session.
+const zkHandshakeTimeout = 5 * time.Second
+
+// dial is a zk.Dialer: TCP within timeout, then the handshake within
+// zkHandshakeTimeout; the server's certificate must name the host dialed.
 func (d *zkDialer) dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
@@ -145,11 +159,17 @@ func (d *zkDialer) dial(network, address string, timeout time.Duration) (net.Con
 	}
 	cfg := d.config().Clone()
 	cfg.ServerName = host
-	nd := &net.Dialer{Timeout: timeout}
-	c, err := tls.DialWithDialer(nd, network, address, cfg)
+	raw, err := net.DialTimeout(network, address, timeout)
 	if err != nil {
-		d.log.Debug("zookeeper tls dial failed", "server", address, "error", err)
 		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, zkHandshakeTimeout))
+	defer cancel()
+	c := tls.Client(raw, cfg)
+	if err := c.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		d.log.Debug("zookeeper tls handshake failed", "server", address, "error", err)
+		return nil, fmt.Errorf("tls handshake with zookeeper %s: %w", address, err)
 	}
 	return c, nil
 }
