@@ -57,7 +57,7 @@ func dial(servers []string, files ZKTLS, sessionTimeout time.Duration, log hclog
 		return nil, fmt.Errorf("dial zookeeper: no servers given")
 	}
 	opts := []func(*zk.Conn){zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithEventCallback(cb)}
-	withTLS, err := dialOption(files, log)
+	withTLS, err := dialOption(files, sessionTimeout, log)
 	if err != nil {
 		return nil, fmt.Errorf("dial zookeeper: %w", err)
 	}

@@ -48,36 +48,43 @@ func (z ZKTLS) Validate(prefix string) error {
 // load reads the files into a client config (the server name is set per
 // dial, from the address dialed); errors as Validate's.
 func (z ZKTLS) load(prefix string) (*tls.Config, error) {
-	bad := func(field, value string, err error) error {
-		return &snowflake.ConfigError{Field: prefix + field, Value: value, Err: fmt.Errorf("%w: %w", ErrZKTLSFiles, err)}
+	bad := func(field, value, reason string, err error) error {
+		ce := &snowflake.ConfigError{Field: prefix + field, Reason: reason, Err: ErrZKTLSFiles}
+		if value != "" {
+			ce.Value = value
+		}
+		if err != nil {
+			ce.Err = fmt.Errorf("%w: %w", ErrZKTLSFiles, err)
+		}
+		return ce
 	}
 	switch {
 	case z.CertFile == "" && z.KeyFile != "":
-		return nil, bad("CertFile", "", errors.New("empty, but a key file is set: the certificate and key go together"))
+		return nil, bad("CertFile", "", "is empty but the key file is set: the certificate and key go together", nil)
 	case z.CertFile != "" && z.KeyFile == "":
-		return nil, bad("KeyFile", "", errors.New("empty, but a certificate file is set: the certificate and key go together"))
+		return nil, bad("KeyFile", "", "is empty but the certificate file is set: the certificate and key go together", nil)
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if z.CertFile != "" {
 		for _, f := range []struct{ field, path string }{{"CertFile", z.CertFile}, {"KeyFile", z.KeyFile}} {
 			if _, err := os.ReadFile(f.path); err != nil {
-				return nil, bad(f.field, f.path, err)
+				return nil, bad(f.field, f.path, "cannot be read", err)
 			}
 		}
 		cert, err := tls.LoadX509KeyPair(z.CertFile, z.KeyFile)
 		if err != nil {
-			return nil, bad("CertFile", z.CertFile, fmt.Errorf("with key %s: %w", z.KeyFile, err))
+			return nil, bad("CertFile", z.CertFile, "and key "+z.KeyFile+" are not a certificate and its key", err)
 		}
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	if z.CACertFile != "" {
 		pem, err := os.ReadFile(z.CACertFile)
 		if err != nil {
-			return nil, bad("CACertFile", z.CACertFile, err)
+			return nil, bad("CACertFile", z.CACertFile, "cannot be read", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, bad("CACertFile", z.CACertFile, errors.New("holds no PEM certificate"))
+			return nil, bad("CACertFile", z.CACertFile, "holds no PEM certificate", nil)
 		}
 		cfg.RootCAs = pool
 	}
@@ -110,13 +117,15 @@ func (z ZKTLS) stamp() string {
 type zkDialer struct {
 	files ZKTLS
 	log   hclog.Logger
+	// handshakeTimeout is the session timeout: see dial.
+	handshakeTimeout time.Duration
 
 	mu    sync.Mutex
 	stamp string
 	cfg   *tls.Config
 }
 
-func newZKDialer(files ZKTLS, log hclog.Logger) (*zkDialer, error) {
+func newZKDialer(files ZKTLS, sessionTimeout time.Duration, log hclog.Logger) (*zkDialer, error) {
 	stamp := files.stamp()
 	cfg, err := files.load("TLS.")
 	if err != nil {
@@ -125,7 +134,7 @@ func newZKDialer(files ZKTLS, log hclog.Logger) (*zkDialer, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &zkDialer{files: files, log: log, stamp: stamp, cfg: cfg}, nil
+	return &zkDialer{files: files, log: log, handshakeTimeout: sessionTimeout, stamp: stamp, cfg: cfg}, nil
 }
 
 // config is the config in force, reloaded first if the files changed.
@@ -144,14 +153,13 @@ func (d *zkDialer) config() *tls.Config {
 	return d.cfg
 }
 
-// zkHandshakeTimeout bounds a TLS handshake with a server. go-zookeeper
-// gives a dialer 1 s, enough for a TCP connect; a JVM's first handshakes
-// (its crypto not yet compiled) on a busy machine took longer here, and a
-// failed dial to the only server fails the calls queued on the session.
-const zkHandshakeTimeout = 5 * time.Second
-
-// dial is a zk.Dialer: TCP within timeout, then the handshake within
-// zkHandshakeTimeout; the server's certificate must name the host dialed.
+// dial is a zk.Dialer: TCP within timeout, then the handshake within the
+// session timeout. go-zookeeper gives a dialer 1 s, enough for a TCP
+// connect, but a JVM's first handshakes (its crypto not yet compiled) took
+// up to 5 s on a busy machine here, and a failed dial to the only server
+// fails the calls queued on the session; a server slower than the session
+// timeout could not keep the session anyway. The server's certificate must
+// name the host dialed.
 func (d *zkDialer) dial(network, address string, timeout time.Duration) (net.Conn, error) {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
@@ -163,7 +171,7 @@ func (d *zkDialer) dial(network, address string, timeout time.Duration) (net.Con
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, zkHandshakeTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, d.handshakeTimeout))
 	defer cancel()
 	c := tls.Client(raw, cfg)
 	if err := c.HandshakeContext(ctx); err != nil {
@@ -175,11 +183,11 @@ func (d *zkDialer) dial(network, address string, timeout time.Duration) (net.Con
 }
 
 // dialOption is go-zookeeper's dialer option for files; nil without TLS.
-func dialOption(files ZKTLS, log hclog.Logger) (func(*zk.Conn), error) {
+func dialOption(files ZKTLS, sessionTimeout time.Duration, log hclog.Logger) (func(*zk.Conn), error) {
 	if !files.Enabled() {
 		return nil, nil
 	}
-	d, err := newZKDialer(files, log)
+	d, err := newZKDialer(files, sessionTimeout, log)
 	if err != nil {
 		return nil, err
 	}

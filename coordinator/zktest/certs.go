@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -174,4 +175,33 @@ func (ca *testCA) sign(cn string, names []string) (certDER, keyDER []byte, err e
 func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	return n
+}
+
+// handshake completes one TLS handshake with the client certificate on
+// addr within d: the JVM's first
+// handshakes are slow (seconds on a busy machine), and a test's client
+// should not pay for them.
+func (c *Certs) handshake(addr string, d time.Duration) error {
+	pemCA, err := os.ReadFile(c.CAFile)
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pemCA)
+	cert, err := tls.LoadX509KeyPair(c.ClientCertFile, c.ClientKeyFile)
+	if err != nil {
+		return err
+	}
+	var last error
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Until(end)}, "tcp", addr,
+			&tls.Config{RootCAs: pool, ServerName: "127.0.0.1", Certificates: []tls.Certificate{cert}})
+		if err != nil {
+			last = err
+			continue
+		}
+		conn.Close()
+		return nil
+	}
+	return fmt.Errorf("within %v: %w", d, last)
 }

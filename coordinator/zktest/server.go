@@ -244,7 +244,12 @@ func (s *Server) start() error {
 		default:
 		}
 		if out, err := FourLetter(s.Addr(), "srvr", time.Second); err == nil && strings.Contains(out, "Mode:") {
-			s.t.Logf("zktest: zookeeper serving on %s (pid %d, tickTime %v)", s.Addr(), cmd.Process.Pid, s.opts.TickTime)
+			if s.opts.TLS != nil {
+				if err := s.opts.TLS.handshake(s.TLSAddr(), time.Until(deadline)); err != nil {
+					return fmt.Errorf("zookeeper on %s serves, but no TLS handshake on %s: %w; log %s:\n%s", s.Addr(), s.TLSAddr(), err, s.logPath, tail(s.logPath))
+				}
+			}
+			s.t.Logf("zktest: zookeeper serving on %s (pid %d, tickTime %v, TLS on %q)", s.Addr(), cmd.Process.Pid, s.opts.TickTime, s.TLSAddr())
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
