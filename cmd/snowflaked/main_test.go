@@ -92,6 +92,8 @@ type daemonProc struct {
 	out        *syncBuffer
 	exited     chan struct{}
 	err        error
+	// admin, when set, is the HTTPS client of an admin port with --http-tls.
+	admin *http.Client
 }
 
 type syncBuffer struct {
@@ -118,7 +120,14 @@ func freePort(t *testing.T) string {
 
 func startDaemon(t *testing.T, bin string, env []string, args ...string) *daemonProc {
 	t.Helper()
-	d := &daemonProc{t: t, port: freePort(t), http: freePort(t), out: &syncBuffer{}, exited: make(chan struct{})}
+	return startDaemonAdmin(t, bin, env, nil, args...)
+}
+
+// startDaemonAdmin is startDaemon whose admin port is reached with admin
+// (HTTPS, for --http-tls) when it is not nil.
+func startDaemonAdmin(t *testing.T, bin string, env []string, admin *http.Client, args ...string) *daemonProc {
+	t.Helper()
+	d := &daemonProc{t: t, port: freePort(t), http: freePort(t), out: &syncBuffer{}, exited: make(chan struct{}), admin: admin}
 	args = append([]string{"--listen", "127.0.0.1:" + d.port, "--http", "127.0.0.1:" + d.http, "--log-level", "debug"}, args...)
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Env = append(os.Environ(), env...)
@@ -152,8 +161,11 @@ func startDaemon(t *testing.T, bin string, env []string, args ...string) *daemon
 }
 
 func (d *daemonProc) get(path string) (int, string) {
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://127.0.0.1:" + d.http + path)
+	c, scheme := &http.Client{Timeout: 2 * time.Second}, "http"
+	if d.admin != nil {
+		c, scheme = d.admin, "https"
+	}
+	resp, err := c.Get(scheme + "://127.0.0.1:" + d.http + path)
 	if err != nil {
 		return 0, err.Error()
 	}
