@@ -43,7 +43,7 @@ type Stack struct {
 	// overrides are compose files applied over docker-compose.yml (the TLS
 	// variant's, tls_test.go).
 	overrides []string
-	log     func(format string, a ...any)
+	log       func(format string, a ...any)
 }
 
 // NewStack returns a stack for a project of its own; Down removes it.
