@@ -120,9 +120,26 @@ type zkDialer struct {
 	// handshakeTimeout is the session timeout: see dial.
 	handshakeTimeout time.Duration
 
-	mu    sync.Mutex
-	stamp string
-	cfg   *tls.Config
+	mu      sync.Mutex
+	stamp   string
+	cfg     *tls.Config
+	lastErr string // the last handshake failure logged at warn
+}
+
+// failed logs a handshake failure: at warn when it differs from the last
+// one (a certificate the server refuses, a server name the certificate
+// lacks: what an operator must see), else at debug, as go-zookeeper
+// retries every server about once a second.
+func (d *zkDialer) failed(address string, err error) {
+	d.mu.Lock()
+	again := d.lastErr == err.Error()
+	d.lastErr = err.Error()
+	d.mu.Unlock()
+	if again {
+		d.log.Debug("zookeeper tls handshake failed", "server", address, "error", err)
+		return
+	}
+	d.log.Warn("zookeeper tls handshake failed", "server", address, "error", err)
 }
 
 func newZKDialer(files ZKTLS, sessionTimeout time.Duration, log hclog.Logger) (*zkDialer, error) {
@@ -176,7 +193,7 @@ func (d *zkDialer) dial(network, address string, timeout time.Duration) (net.Con
 	c := tls.Client(raw, cfg)
 	if err := c.HandshakeContext(ctx); err != nil {
 		raw.Close()
-		d.log.Debug("zookeeper tls handshake failed", "server", address, "error", err)
+		d.failed(address, err)
 		return nil, fmt.Errorf("tls handshake with zookeeper %s: %w", address, err)
 	}
 	return c, nil
