@@ -6,8 +6,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -208,5 +210,56 @@ func dialOption(files ZKTLS, sessionTimeout time.Duration, log hclog.Logger) (fu
 	if err != nil {
 		return nil, err
 	}
-	return zk.WithDialer(d.dial), nil
+	dialer, hosts := zk.WithDialer(d.dial), zk.WithHostProvider(&namedHosts{})
+	return func(c *zk.Conn) { dialer(c); hosts(c) }, nil
+}
+
+// namedHosts is a zk.HostProvider that hands out the servers as given,
+// names unresolved: go-zookeeper's default one resolves them to IPs at the
+// start, and the dialer would then check the server's certificate against
+// an IP instead of the name it was made for. Each dial resolves the name
+// afresh (a server that moved is found). Like the default, it starts at a
+// random server so that workers spread over the ensemble.
+type namedHosts struct {
+	mu      sync.Mutex
+	servers []string
+	curr    int // the server last handed out
+	last    int // the server last connected to; -1 before any
+}
+
+func (h *namedHosts) Init(servers []string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(servers) == 0 {
+		return errors.New("no servers")
+	}
+	h.servers = slices.Clone(servers)
+	rand.Shuffle(len(h.servers), func(i, j int) { h.servers[i], h.servers[j] = h.servers[j], h.servers[i] })
+	h.curr, h.last = -1, -1
+	return nil
+}
+
+func (h *namedHosts) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.servers)
+}
+
+// Next is the next server; retryStart once every server was tried since
+// the last connection.
+func (h *namedHosts) Next() (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.curr = (h.curr + 1) % len(h.servers)
+	retryStart := h.curr == h.last
+	if h.last == -1 {
+		h.last = 0
+	}
+	return h.servers[h.curr], retryStart
+}
+
+func (h *namedHosts) Connected() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.last = h.curr
 }
