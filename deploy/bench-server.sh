@@ -81,7 +81,8 @@ java -Xmx256m -XX:+UseSerialGC -Dzookeeper.admin.enableServer=false \
 	-cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
 	org.apache.zookeeper.server.quorum.QuorumPeerMain "$work/zoo.cfg" >"$work/zk.log" 2>&1 &
 pids+=($!)
-zk_up() { (exec 3<>"/dev/tcp/127.0.0.1/$zkport" && printf srvr >&3 && grep -q Mode: <&3) 2>/dev/null; }
+# timeout: a server still starting can accept and not answer.
+zk_up() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$zkport && printf srvr >&3 && grep -q Mode: <&3" 2>/dev/null; }
 for _ in $(seq 200); do
 	zk_up && break
 	sleep 0.05
