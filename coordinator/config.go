@@ -19,6 +19,11 @@ type Config struct {
 	// auth, every node the fleet creates is writable by that identity only
 	// and readable by the world.
 	Auth string
+	// TLS names the PEM files for ZooKeeper's secureClientPort; with any
+	// set, every connection to Servers is TLS (the servers' certificates
+	// must name the host dialed), and the files are re-read on each new
+	// connection when they changed. Servers must then list the secure ports.
+	TLS ZKTLS
 	// Datacenter pins the worker to the 32 slots of one datacenter (0..31);
 	// -1 means any slot of the datacenters the fleet's root owns. A pinned
 	// datacenter the root does not own is refused (ErrOutsideFleet).
@@ -130,6 +135,11 @@ func (c Config) Validate() error {
 	if _, _, err := parseAuth(c.Auth); err != nil {
 		// No Value: it is a secret (parseAuth's message redacts it).
 		return &snowflake.ConfigError{Field: "Auth", Err: err}
+	}
+	if c.TLS.Enabled() {
+		if err := c.TLS.Validate("TLS."); err != nil {
+			return err
+		}
 	}
 	if c.Datacenter < -1 || c.Datacenter > snowflake.MaxDatacenter {
 		return bad("Datacenter", c.Datacenter, fmt.Sprintf("is out of range -1..%d (-1 = any)", snowflake.MaxDatacenter))

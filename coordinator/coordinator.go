@@ -179,7 +179,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	defer c.setState(StateStopped)
 	c.setState(StateConnecting)
-	conn, err := dial(c.cfg.Servers, c.cfg.SessionTimeout, c.log, c.onEvent)
+	conn, err := dial(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, c.log, c.onEvent)
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}

@@ -47,17 +47,29 @@ type session struct {
 	shortened bool
 }
 
-// dial opens a session without credentials; go-zookeeper's event channel
-// is not used (cb, when set, sees every event).
-func dial(servers []string, sessionTimeout time.Duration, log hclog.Logger, cb zk.EventCallback) (*zk.Conn, error) {
+// dial opens a session without credentials, over TLS when files name any;
+// go-zookeeper's event channel is not used (cb, when set, sees every event).
+func dial(servers []string, files ZKTLS, sessionTimeout time.Duration, log hclog.Logger, cb zk.EventCallback) (*zk.Conn, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
 	if len(servers) == 0 {
 		return nil, fmt.Errorf("dial zookeeper: no servers given")
 	}
-	conn, _, err := zk.Connect(servers, sessionTimeout,
-		zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithEventCallback(cb))
+	opts := []func(*zk.Conn){zk.WithLogger(zkLogger{log}), zk.WithLogInfo(false), zk.WithEventCallback(cb)}
+	withTLS, err := dialOption(files, sessionTimeout, log)
+	if err != nil {
+		return nil, fmt.Errorf("dial zookeeper: %w", err)
+	}
+	if withTLS != nil {
+		opts = append(opts, withTLS)
+	}
+	// zk.Connect's option type is unexported: one option applies them all.
+	conn, _, err := zk.Connect(servers, sessionTimeout, func(c *zk.Conn) {
+		for _, o := range opts {
+			o(c)
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("dial zookeeper %s: %w", strings.Join(servers, ","), err)
 	}
@@ -204,10 +216,15 @@ func (s *session) deletePath(ctx context.Context, p string) bool {
 // to read as the world. The session is established in the background; calls
 // wait for it.
 func Dial(servers []string, auth string, sessionTimeout time.Duration, log hclog.Logger) (*zk.Conn, error) {
+	return DialTLS(servers, auth, ZKTLS{}, sessionTimeout, log)
+}
+
+// DialTLS is Dial over TLS when files name any (see Config.TLS).
+func DialTLS(servers []string, auth string, files ZKTLS, sessionTimeout time.Duration, log hclog.Logger) (*zk.Conn, error) {
 	if _, _, err := parseAuth(auth); err != nil {
 		return nil, err
 	}
-	conn, err := dial(servers, sessionTimeout, log, nil)
+	conn, err := dial(servers, files, sessionTimeout, log, nil)
 	if err != nil || auth == "" {
 		return conn, err
 	}

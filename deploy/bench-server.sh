@@ -11,9 +11,14 @@
 # to CPU 0, so both servers get the same single core and the client never
 # competes with them.
 #
+# The TLS rows: both servers also listen with TLS (redis-server --tls-port,
+# snowflaked --tls-listen) with the same ECDSA P-256 certificate, made here
+# by openssl, no client certificates; redis-benchmark --tls against each.
+#
 # Knobs (environment): ROUNDS=5, N=200000 (no pipeline), NP=2000000 (pipeline
 # 16), NB=4000 (NEXTIDS 4096 requests), IDLE=1000 (idle connections), PIN=0
-# (no pinning: servers and client share both cores as the scheduler likes).
+# (no pinning: servers and client share both cores as the scheduler likes),
+# TLS=0 (no TLS rows).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}
@@ -23,7 +28,8 @@ NB=${NB:-4000}
 IDLE=${IDLE:-1000}
 
 cd "$(dirname "$0")/.."
-for tool in redis-server redis-benchmark redis-cli java go curl; do
+TLS=${TLS:-1}
+for tool in redis-server redis-benchmark redis-cli java go curl openssl; do
 	command -v "$tool" >/dev/null || { echo "bench-server: $tool is needed" >&2; exit 1; }
 done
 [ -f /usr/share/java/zookeeper.jar ] || { echo "bench-server: apt-get install zookeeper" >&2; exit 1; }
@@ -75,17 +81,34 @@ java -Xmx256m -XX:+UseSerialGC -Dzookeeper.admin.enableServer=false \
 	-cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
 	org.apache.zookeeper.server.quorum.QuorumPeerMain "$work/zoo.cfg" >"$work/zk.log" 2>&1 &
 pids+=($!)
-zk_up() { (exec 3<>"/dev/tcp/127.0.0.1/$zkport" && printf srvr >&3 && grep -q Mode: <&3) 2>/dev/null; }
+# timeout: a server still starting can accept and not answer.
+zk_up() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$zkport && printf srvr >&3 && grep -q Mode: <&3" 2>/dev/null; }
 for _ in $(seq 200); do
 	zk_up && break
 	sleep 0.05
 done
 zk_up || { echo "bench-server: ZooKeeper not serving on :$zkport" >&2; cat "$work/zk.log" >&2; exit 1; }
 
+# The TLS certificate both servers present: a CA and a server certificate
+# for 127.0.0.1.
+ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+openssl req -x509 "${ec[@]}" -keyout "$work/ca.key" -out "$work/ca.pem" -days 2 -subj /CN=bench-ca 2>/dev/null
+openssl req "${ec[@]}" -keyout "$work/tls.key" -out "$work/tls.csr" -subj /CN=127.0.0.1 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1\n' >"$work/san.ext"
+openssl x509 -req -in "$work/tls.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial \
+	-out "$work/tls.pem" -days 2 -extfile "$work/san.ext" 2>/dev/null
+rtport=$(freeport)
+stport=$(freeport)
+RTLS=() STLS=()
+if [ "$TLS" != 0 ]; then
+	RTLS=(--tls-port "$rtport" --tls-cert-file "$work/tls.pem" --tls-key-file "$work/tls.key" --tls-auth-clients no)
+	STLS=(--tls-listen "127.0.0.1:$stport" --tls-cert-file "$work/tls.pem" --tls-key-file "$work/tls.key" --tls-auth-clients no)
+fi
+
 # Redis 7.
 rport=$(freeport)
 "${SRV[@]}" redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
-	--maxclients 10000 --daemonize no --logfile "$work/redis.log" &
+	--maxclients 10000 --daemonize no --logfile "$work/redis.log" "${RTLS[@]}" &
 rpid=$!
 pids+=($rpid)
 
@@ -94,7 +117,7 @@ go build -o "$work/snowflaked" ./cmd/snowflaked
 sport=$(freeport)
 hport=$(freeport)
 "${SRV[@]}" "$work/snowflaked" --zk "127.0.0.1:$zkport" --listen "127.0.0.1:$sport" \
-	--http "127.0.0.1:$hport" --log-level warn 2>"$work/snowflaked.log" &
+	--http "127.0.0.1:$hport" --log-level warn "${STLS[@]}" 2>"$work/snowflaked.log" &
 spid=$!
 pids+=($spid)
 
@@ -117,6 +140,7 @@ HZ=$(getconf CLK_TCK)
 bench() {
 	local port=$1 pid=$2 n=$3 t0 t1 line
 	shift 3
+	[ "$port" = "$rtport" ] || [ "$port" = "$stport" ] && set -- --tls --cacert "$work/ca.pem" "$@"
 	t0=$(cputicks "$pid")
 	line=$("${CLI[@]}" redis-benchmark -h 127.0.0.1 -p "$port" --csv -n "$n" "$@" 2>/dev/null |
 		awk -F, 'NR==2 { gsub(/"/, ""); print $2, $5, $7 }')
@@ -136,12 +160,15 @@ for round in $(seq "$ROUNDS"); do
 	if [ $((round % 2)) = 1 ]; then order="redis snowflaked"; else order="snowflaked redis"; fi
 	# Each test runs on both servers back to back, so that load from
 	# elsewhere on the machine hits both alike.
-	for test in plain p16; do
+	tests="plain p16"
+	[ "$TLS" != 0 ] && tests="$tests tls tlsp16"
+	for test in $tests; do
 		for who in $order; do
 			if [ "$who" = redis ]; then port=$rport pid=$rpid cmd=(INCR counter); else port=$sport pid=$spid cmd=(NEXTID); fi
+			case $test in tls*) if [ "$who" = redis ]; then port=$rtport; else port=$stport; fi ;; esac
 			case $test in
-			plain) echo "$who plain $(bench "$port" "$pid" "$N" -c 50 "${cmd[@]}")" >>"$work/results" ;;
-			p16) echo "$who p16 $(bench "$port" "$pid" "$NP" -c 50 -P 16 "${cmd[@]}")" >>"$work/results" ;;
+			plain | tls) echo "$who $test $(bench "$port" "$pid" "$N" -c 50 "${cmd[@]}")" >>"$work/results" ;;
+			p16 | tlsp16) echo "$who $test $(bench "$port" "$pid" "$NP" -c 50 -P 16 "${cmd[@]}")" >>"$work/results" ;;
 			esac
 		done
 	done
@@ -183,6 +210,11 @@ r1cpu=$(col redis plain 6) s1cpu=$(col snowflaked plain 6)
 r16=$(col redis p16 3) s16=$(col snowflaked p16 3)
 r16cpu=$(col redis p16 6) s16cpu=$(col snowflaked p16 6)
 r16p99=$(col redis p16 5) s16p99=$(col snowflaked p16 5)
+rt=$(col redis tls 3) st=$(col snowflaked tls 3)
+rtp99=$(col redis tls 5) stp99=$(col snowflaked tls 5)
+rtcpu=$(col redis tls 6) stcpu=$(col snowflaked tls 6)
+rt16=$(col redis tlsp16 3) st16=$(col snowflaked tlsp16 3)
+rt16cpu=$(col redis tlsp16 6) st16cpu=$(col snowflaked tlsp16 6)
 batch=$(col snowflaked batch 3)
 ids=$(awk -v r="$batch" 'BEGIN { printf "%.0f", r * 4096 }')
 batchp4=$(col snowflaked batchp4 3)
@@ -201,6 +233,11 @@ Load average before/after: $load0 / $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc)
 | 50 conns, pipeline 16: requests/s (\`-c 50 -n $NP -P 16\`) | $r16 | $s16 | $(ratio "$s16" "$r16") | >= 1.0 |
 | 50 conns, pipeline 16: p99 latency ms | $r16p99 | $s16p99 | $(ratio "$s16p99" "$r16p99") | |
 | 50 conns, pipeline 16: server CPU per request, us | $r16cpu | $s16cpu | $(ratio "$s16cpu" "$r16cpu") | |
+| TLS, 50 conns, no pipeline: requests/s (\`--tls -c 50 -n $N\`) | $rt | $st | $(ratio "$st" "$rt") | >= 1.0 |
+| TLS, 50 conns, no pipeline: p99 latency ms | $rtp99 | $stp99 | $(ratio "$stp99" "$rtp99") | |
+| TLS, 50 conns, no pipeline: server CPU per request, us | $rtcpu | $stcpu | $(ratio "$stcpu" "$rtcpu") | |
+| TLS, 50 conns, pipeline 16: requests/s (\`--tls -c 50 -n $NP -P 16\`) | $rt16 | $st16 | $(ratio "$st16" "$rt16") | >= 1.0 |
+| TLS, 50 conns, pipeline 16: server CPU per request, us | $rt16cpu | $st16cpu | $(ratio "$st16cpu" "$rt16cpu") | |
 | \`NEXTIDS 4096\`, 1 conn (\`-c 1 -n $NB\`): IDs/s | - | $ids ($batch req/s) | $(ratio "$ids" 4096000) of the 4,096,000/s cap | >= 3,500,000 |
 | \`NEXTIDS 4096\`, 1 conn, pipeline 4 (\`-c 1 -n $NB -P 4\`): IDs/s | - | $idsp4 ($batchp4 req/s) | $(ratio "$idsp4" 4096000) of the cap | |
 | RSS, idle server, MiB | $redis_base | $sf_base | | |

@@ -40,7 +40,10 @@ type Stack struct {
 	repo    string
 	compose []string
 	env     []string
-	log     func(format string, a ...any)
+	// overrides are compose files applied over docker-compose.yml (the TLS
+	// variant's, tls_test.go).
+	overrides []string
+	log       func(format string, a ...any)
 }
 
 // NewStack returns a stack for a project of its own; Down removes it.
@@ -100,6 +103,9 @@ func (s *Stack) Compose(ctx context.Context, args ...string) (string, error) {
 // win): the containers it creates take them.
 func (s *Stack) composeWith(ctx context.Context, extra []string, args ...string) (string, error) {
 	full := append(slices.Clone(s.compose[1:]), "-p", s.Project, "-f", filepath.Join(s.repo, "docker-compose.yml"))
+	for _, f := range s.overrides {
+		full = append(full, "-f", f)
+	}
 	return run(ctx, append(slices.Clone(s.env), extra...), s.compose[0], append(full, args...)...)
 }
 

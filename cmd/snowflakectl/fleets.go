@@ -44,6 +44,8 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 			"ensembles, or when an ensemble could not be scanned whole. Run it with every\n"+
 			"region's ensemble before opening a region.")
 	auth := fs.String("zk-auth", "", "ZooKeeper digest auth `user:password`; fleet roots are world-readable, so rarely needed")
+	var zt zkTLSFlags
+	zt.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object {fleets, overlaps, failed}")
 	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read per ensemble")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching and scanning each ensemble")
@@ -55,6 +57,9 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	}
 	if *auth != "" && !strings.Contains(*auth, ":") {
 		return usageError(stderr, "fleets", "--zk-auth must be user:password")
+	}
+	if err := zt.check(); err != nil {
+		return usageError(stderr, "fleets", "%v", err)
 	}
 	if *scanLimit < 1 || *timeout <= 0 {
 		return usageError(stderr, "fleets", "--scan-limit %d and --timeout %v must be positive", *scanLimit, *timeout)
@@ -82,7 +87,7 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	var all []coordinator.FleetRoot
 	for _, servers := range ensembles {
 		name := strings.Join(servers, ",")
-		scan, err := scanEnsemble(servers, *auth, *scanLimit, *timeout)
+		scan, err := scanEnsemble(servers, *auth, zt.files, *scanLimit, *timeout)
 		if err != nil {
 			rep.Failed = append(rep.Failed, name)
 			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %v\n", name, err)
@@ -132,8 +137,8 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 }
 
 // scanEnsemble finds the fleets of one ensemble, bounded by timeout.
-func scanEnsemble(servers []string, auth string, limit int, timeout time.Duration) (coordinator.Scan, error) {
-	conn, err := coordinator.Dial(servers, auth, min(max(timeout, 2*time.Second), 10*time.Second), hclog.NewNullLogger())
+func scanEnsemble(servers []string, auth string, files coordinator.ZKTLS, limit int, timeout time.Duration) (coordinator.Scan, error) {
+	conn, err := coordinator.DialTLS(servers, auth, files, min(max(timeout, 2*time.Second), 10*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		return coordinator.Scan{}, err
 	}

@@ -51,7 +51,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if *timeout <= 0 {
 		return usageError(stderr, "init", "--timeout %v must be positive", *timeout)
 	}
-	conn, err := coordinator.Dial(servers, z.auth, min(*timeout, 10*time.Second), hclog.NewNullLogger())
+	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
 		return exitFailure

@@ -111,7 +111,7 @@ func clientConfig(fs *flag.FlagSet, z *zkFlags, addrs, cmd string, stderr io.Wri
 		if err != nil {
 			return cfg, usageError(stderr, cmd, "%v", err)
 		}
-		cfg.Servers, cfg.Root, cfg.Auth = servers, z.root, z.auth
+		cfg.Servers, cfg.Root, cfg.Auth, cfg.ZKTLS = servers, z.root, z.auth, z.tls.files
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError(stderr, cmd, "%v", err)

@@ -74,7 +74,7 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	if !*yes && !in.terminal {
 		return usageError(stderr, "repair", "refusing without confirmation: stdin is not a terminal; pass --yes to repair from a script")
 	}
-	conn, err := coordinator.Dial(servers, z.auth, max(*timeout, 2*time.Second), hclog.NewNullLogger())
+	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, max(*timeout, 2*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
 		return exitFailure

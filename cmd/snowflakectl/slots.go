@@ -24,6 +24,7 @@ import (
 // defaults from the environment variable snowflaked reads for it.
 type zkFlags struct {
 	servers, root, auth string
+	tls                 zkTLSFlags
 }
 
 func (z *zkFlags) register(fs *flag.FlagSet) {
@@ -33,6 +34,7 @@ func (z *zkFlags) register(fs *flag.FlagSet) {
 		"the fleet's root `znode` (env SNOWFLAKE_ZK_ROOT)")
 	fs.StringVar(&z.auth, "zk-auth", os.Getenv("SNOWFLAKE_ZK_AUTH"),
 		"ZooKeeper digest auth `user:password` (env SNOWFLAKE_ZK_AUTH); the slot map is world-readable, so rarely needed")
+	z.tls.register(fs)
 }
 
 // check returns the server list, or a usage error naming the flag.
@@ -52,13 +54,16 @@ func (z *zkFlags) check() ([]string, error) {
 	if z.auth != "" && !strings.Contains(z.auth, ":") {
 		return nil, errors.New("--zk-auth must be user:password")
 	}
+	if err := z.tls.check(); err != nil {
+		return nil, err
+	}
 	return servers, nil
 }
 
 // readSlotMap reads the slot map, bounded by timeout: go-zookeeper has no
 // call timeouts of its own and would wait for an unreachable ensemble.
 func (z *zkFlags) readSlotMap(servers []string, timeout time.Duration) (coordinator.SlotMap, error) {
-	conn, err := coordinator.Dial(servers, z.auth, max(timeout, 2*time.Second), hclog.NewNullLogger())
+	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, max(timeout, 2*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		return coordinator.SlotMap{}, err
 	}

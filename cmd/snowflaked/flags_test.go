@@ -4,6 +4,7 @@ import (
 	"io"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/snowfleet/snowfleet/coordinator"
@@ -27,7 +28,12 @@ func TestFlagsBindConfigFields(t *testing.T) {
 			t.Fatalf("%s: no flag bound", v.Type())
 		}
 		for field, name := range c.flags {
-			f := v.FieldByName(field)
+			f := v
+			for _, part := range strings.Split(field, ".") { // TLS.CertFile: a nested field
+				if f.IsValid() {
+					f = f.FieldByName(part)
+				}
+			}
 			if !f.IsValid() {
 				t.Errorf("--%s is bound to %s.%s, which does not exist", name, v.Type(), field)
 				continue

@@ -55,6 +55,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"--tls-listen", ":0", "--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/nonexistent/k.pem", "--tls-auth-clients", "no"}, nil, 2, `--tls-cert-file "/nonexistent/c.pem", --tls-key-file "/nonexistent/k.pem", --tls-ca-cert-file "", --tls-auth-clients no: bad TLS files`},
 		{[]string{"--tls-listen", ":0", "--tls-cert-file", "c", "--tls-key-file", "k"}, nil, 2, "needs a CA file"},
 		{[]string{"--tls-cert-file", "c"}, nil, 2, "need --tls-listen or --http-tls"},
+		{[]string{"--zk-tls-cert-file", "/nonexistent/c.pem", "--zk-tls-key-file", "/nonexistent/k.pem"}, nil, 2, `--zk-tls-cert-file "/nonexistent/c.pem": config TLS.CertFile "/nonexistent/c.pem" cannot be read: bad ZooKeeper TLS files: open /nonexistent/c.pem`},
+		{[]string{"--zk-tls-key-file", "k.pem"}, nil, 2, `--zk-tls-cert-file "": config TLS.CertFile: is empty but the key file is set: the certificate and key go together: bad ZooKeeper TLS files`},
+		{nil, map[string]string{"SNOWFLAKE_ZK_TLS_CA_CERT_FILE": "/etc/hostname"}, 2, `--zk-tls-ca-cert-file "/etc/hostname": config TLS.CACertFile "/etc/hostname" holds no PEM certificate: bad ZooKeeper TLS files`},
 		{[]string{"--requirepass-file", "/nonexistent/pw"}, nil, 2, `--requirepass-file "/nonexistent/pw": bad password file`},
 		{nil, map[string]string{"SNOWFLAKE_REQUIREPASS_FILE": "/etc/hostname"}, 2, `--requirepass-file "/etc/hostname": bad password file: /etc/hostname is accessible to others`},
 		{nil, map[string]string{"SNOWFLAKE_RENEW": "fast"}, 2, `environment variable "SNOWFLAKE_RENEW"`},
@@ -89,6 +92,8 @@ type daemonProc struct {
 	out        *syncBuffer
 	exited     chan struct{}
 	err        error
+	// admin, when set, is the HTTPS client of an admin port with --http-tls.
+	admin *http.Client
 }
 
 type syncBuffer struct {
@@ -115,7 +120,14 @@ func freePort(t *testing.T) string {
 
 func startDaemon(t *testing.T, bin string, env []string, args ...string) *daemonProc {
 	t.Helper()
-	d := &daemonProc{t: t, port: freePort(t), http: freePort(t), out: &syncBuffer{}, exited: make(chan struct{})}
+	return startDaemonAdmin(t, bin, env, nil, args...)
+}
+
+// startDaemonAdmin is startDaemon whose admin port is reached with admin
+// (HTTPS, for --http-tls) when it is not nil.
+func startDaemonAdmin(t *testing.T, bin string, env []string, admin *http.Client, args ...string) *daemonProc {
+	t.Helper()
+	d := &daemonProc{t: t, port: freePort(t), http: freePort(t), out: &syncBuffer{}, exited: make(chan struct{}), admin: admin}
 	args = append([]string{"--listen", "127.0.0.1:" + d.port, "--http", "127.0.0.1:" + d.http, "--log-level", "debug"}, args...)
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Env = append(os.Environ(), env...)
@@ -149,8 +161,11 @@ func startDaemon(t *testing.T, bin string, env []string, args ...string) *daemon
 }
 
 func (d *daemonProc) get(path string) (int, string) {
-	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://127.0.0.1:" + d.http + path)
+	c, scheme := &http.Client{Timeout: 2 * time.Second}, "http"
+	if d.admin != nil {
+		c, scheme = d.admin, "https"
+	}
+	resp, err := c.Get(scheme + "://127.0.0.1:" + d.http + path)
 	if err != nil {
 		return 0, err.Error()
 	}

@@ -25,6 +25,11 @@ import (
 // pulls the rest of the classpath from /usr/share/java.
 const Jar = "/usr/share/java/zookeeper.jar"
 
+// NettyClasspath is the Netty jars of Debian's packages that ZooKeeper's
+// Netty connection factory (the one serving secureClientPort) needs beyond
+// the ones zookeeper.jar's manifest names.
+const NettyClasspath = "/usr/share/java/netty-codec.jar:/usr/share/java/netty-resolver.jar"
+
 // logJar gives the server an slf4j binding so its warnings reach the log file.
 const logJar = "/usr/share/java/slf4j-simple.jar"
 
@@ -43,6 +48,11 @@ type Options struct {
 	MaxClientCnxns int
 	// StartTimeout bounds the wait for the server to serve; default 30s.
 	StartTimeout time.Duration
+	// TLS, when set, adds a secureClientPort (TLSAddr) served by Netty with
+	// these certificates; clients must present a certificate of its CA
+	// (ssl.clientAuth=need). The plaintext port stays, for four-letter
+	// commands and tests that need both.
+	TLS *Certs
 }
 
 func (o *Options) defaults() {
@@ -66,6 +76,7 @@ type Server struct {
 	opts    Options
 	dir     string
 	port    int
+	tlsPort int
 	logPath string
 
 	mu     sync.Mutex
@@ -91,6 +102,11 @@ func StartWith(t testing.TB, opts Options) *Server {
 		t.Fatalf("zktest: pick a free port: %v", err)
 	}
 	s.port = port
+	if opts.TLS != nil {
+		if s.tlsPort, err = FreePort(); err != nil {
+			t.Fatalf("zktest: pick a free port: %v", err)
+		}
+	}
 	if err := s.writeConfig(); err != nil {
 		t.Fatalf("zktest: %v", err)
 	}
@@ -132,6 +148,15 @@ func Require(t testing.TB) {
 // Addr is the server's client address, 127.0.0.1:port.
 func (s *Server) Addr() string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
 
+// TLSAddr is the secureClientPort's address, 127.0.0.1:port; "" without
+// Options.TLS.
+func (s *Server) TLSAddr() string {
+	if s.tlsPort == 0 {
+		return ""
+	}
+	return fmt.Sprintf("127.0.0.1:%d", s.tlsPort)
+}
+
 // DataDir is the server's data directory, kept across Restart.
 func (s *Server) DataDir() string { return filepath.Join(s.dir, "data") }
 
@@ -152,7 +177,25 @@ forceSync=no
 globalOutstandingLimit=100000
 `, s.opts.TickTime.Milliseconds(), s.opts.MinSessionTimeout.Milliseconds(),
 		s.opts.MaxSessionTimeout.Milliseconds(), s.DataDir(), s.port, s.opts.MaxClientCnxns)
+	if c := s.opts.TLS; c != nil {
+		cfg += TLSConfig(s.tlsPort, c.ServerFile, c.CAFile)
+	}
 	return os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg), 0o644)
+}
+
+// TLSConfig is the zoo.cfg lines of a secureClientPort with PEM key and
+// trust stores (ZooKeeper 3.8 reads PEM with type=PEM; the key store file
+// holds the key and the certificate). Netty's connection factory is the one
+// that speaks TLS; it serves the plaintext clientPort as well.
+func TLSConfig(port int, keyStore, trustStore string) string {
+	return fmt.Sprintf(`secureClientPort=%d
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+ssl.keyStore.location=%s
+ssl.keyStore.type=PEM
+ssl.trustStore.location=%s
+ssl.trustStore.type=PEM
+ssl.clientAuth=need
+`, port, keyStore, trustStore)
 }
 
 func (s *Server) start() error {
@@ -168,6 +211,11 @@ func (s *Server) start() error {
 	cp := "/etc/zookeeper/conf:" + Jar
 	if _, err := os.Stat(logJar); err == nil {
 		cp += ":" + logJar
+	}
+	if s.opts.TLS != nil {
+		// The jar's manifest leaves out the Netty parts that only the
+		// Netty connection factory needs.
+		cp += ":" + NettyClasspath
 	}
 	cmd := exec.Command("java",
 		"-Xmx512m", "-XX:+UseSerialGC", "-Xshare:auto",
@@ -196,7 +244,12 @@ func (s *Server) start() error {
 		default:
 		}
 		if out, err := FourLetter(s.Addr(), "srvr", time.Second); err == nil && strings.Contains(out, "Mode:") {
-			s.t.Logf("zktest: zookeeper serving on %s (pid %d, tickTime %v)", s.Addr(), cmd.Process.Pid, s.opts.TickTime)
+			if s.opts.TLS != nil {
+				if err := s.opts.TLS.handshake(s.TLSAddr(), time.Until(deadline)); err != nil {
+					return fmt.Errorf("zookeeper on %s serves, but no TLS handshake on %s: %w; log %s:\n%s", s.Addr(), s.TLSAddr(), err, s.logPath, tail(s.logPath))
+				}
+			}
+			s.t.Logf("zktest: zookeeper serving on %s (pid %d, tickTime %v, TLS on %q)", s.Addr(), cmd.Process.Pid, s.opts.TickTime, s.TLSAddr())
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -7,6 +7,11 @@ start-foreground) ;;
 *) echo "zkServer.sh: only start-foreground is supported, got '$1'" >&2; exit 2 ;;
 esac
 cp="$ZOO_CONF_DIR:/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+# The Netty parts zookeeper.jar's manifest leaves out, which the Netty
+# connection factory (secureClientPort, TLS) needs.
+for jar in netty-codec netty-resolver; do
+	[[ -f /usr/share/java/$jar.jar ]] && cp="$cp:/usr/share/java/$jar.jar"
+done
 # shellcheck disable=SC2086
 exec java ${JVMFLAGS:-} ${SERVER_JVMFLAGS:-} \
 	-Dorg.slf4j.simpleLogger.defaultLogLevel="${ZOO_LOG_LEVEL,,}" \

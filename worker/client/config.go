@@ -22,6 +22,10 @@ type Config struct {
 	// Auth is "user:password" for ZooKeeper digest auth, or "" to read as the
 	// world (the fleet's nodes are world-readable).
 	Auth string
+	// ZKTLS names the PEM files for ZooKeeper's secureClientPort, as the
+	// workers' --zk-tls-* flags (coordinator.Config.TLS); Servers must then
+	// list the secure ports.
+	ZKTLS coordinator.ZKTLS
 	// SessionTimeout is the ZooKeeper session timeout of the discovery
 	// session.
 	SessionTimeout time.Duration
@@ -118,6 +122,11 @@ func (c Config) Validate() error {
 			if _, _, err := net.SplitHostPort(s); err != nil {
 				return &snowflake.ConfigError{Field: list.field, Value: s, Reason: "is not host:port", Err: err}
 			}
+		}
+	}
+	if len(c.Servers) > 0 && c.ZKTLS.Enabled() {
+		if err := c.ZKTLS.Validate("ZKTLS."); err != nil {
+			return err
 		}
 	}
 	switch {

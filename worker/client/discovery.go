@@ -11,7 +11,7 @@ import (
 )
 
 func dialZK(cfg Config, log hclog.Logger) (*zk.Conn, error) {
-	conn, err := coordinator.Dial(cfg.Servers, cfg.Auth, cfg.SessionTimeout, log.Named("zk"))
+	conn, err := coordinator.DialTLS(cfg.Servers, cfg.Auth, cfg.ZKTLS, cfg.SessionTimeout, log.Named("zk"))
 	if err != nil {
 		return nil, fmt.Errorf("client: open zookeeper session: %w", err)
 	}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// zkTLSFlags are snowflaked's --zk-tls-* flags, for an ensemble that
+// serves its secureClientPort only; each defaults from the environment
+// variable snowflaked reads for it.
+type zkTLSFlags struct{ files coordinator.ZKTLS }
+
+// zkTLSFlagName is the flag of a coordinator.ZKTLS field.
+func zkTLSFlagName(field string) string {
+	switch field {
+	case "CertFile":
+		return "zk-tls-cert-file"
+	case "KeyFile":
+		return "zk-tls-key-file"
+	}
+	return "zk-tls-ca-cert-file"
+}
+
+func (z *zkTLSFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&z.files.CertFile, "zk-tls-cert-file", os.Getenv("SNOWFLAKE_ZK_TLS_CERT_FILE"),
+		"PEM client certificate `file` for ZooKeeper's secureClientPort (env SNOWFLAKE_ZK_TLS_CERT_FILE); any --zk-tls-* turns TLS to ZooKeeper on")
+	fs.StringVar(&z.files.KeyFile, "zk-tls-key-file", os.Getenv("SNOWFLAKE_ZK_TLS_KEY_FILE"),
+		"PEM key `file` of --zk-tls-cert-file (env SNOWFLAKE_ZK_TLS_KEY_FILE)")
+	fs.StringVar(&z.files.CACertFile, "zk-tls-ca-cert-file", os.Getenv("SNOWFLAKE_ZK_TLS_CA_CERT_FILE"),
+		"PEM CA `file` the ZooKeeper servers' certificates are checked against (env SNOWFLAKE_ZK_TLS_CA_CERT_FILE; default: the system's)")
+}
+
+// check loads the files; an error names the flag.
+func (z *zkTLSFlags) check() error {
+	if !z.files.Enabled() {
+		return nil
+	}
+	err := z.files.Validate("")
+	var ce *snowflake.ConfigError
+	if errors.As(err, &ce) {
+		msg := strings.TrimPrefix(err.Error(), "config "+ce.Field)
+		return fmt.Errorf("--%s%s", zkTLSFlagName(ce.Field), msg)
+	}
+	return err
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/snowfleet/snowfleet/coordinator/zktest"
+)
+
+// The binary with every security option at once: ZooKeeper over TLS only
+// (--zk-tls-*), the admin port over TLS (--http-tls), and a password
+// (--requirepass-file) that SIGHUP rotates: after the file is replaced and
+// the signal sent, the new password works and the old one is refused.
+func TestDaemonSecurity(t *testing.T) {
+	bin := build(t)
+	certs := zktest.NewCerts(t)
+	zks := zktest.StartWith(t, zktest.Options{TLS: certs})
+	pw := filepath.Join(t.TempDir(), "requirepass")
+	writeSecret(t, pw, "old-secret\n")
+
+	pem, err := os.ReadFile(certs.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	admin := &http.Client{Timeout: 2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}}}
+	d := startDaemonAdmin(t, bin, nil, admin,
+		"--zk", zks.TLSAddr(), "--zk-root", "/secure", "--session-timeout", "5s",
+		"--zk-tls-cert-file", certs.ClientCertFile, "--zk-tls-key-file", certs.ClientKeyFile, "--zk-tls-ca-cert-file", certs.CAFile,
+		"--requirepass-file", pw,
+		// server.pem holds the key and the certificate: one file serves as both.
+		"--http-tls", "--tls-cert-file", certs.ServerFile, "--tls-key-file", certs.ServerFile, "--tls-auth-clients", "no")
+	d.waitReady(30 * time.Second)
+
+	// The admin port speaks TLS only.
+	plain := http.Client{Timeout: 2 * time.Second}
+	if resp, err := plain.Get("http://127.0.0.1:" + d.http + "/readyz"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Fatalf("plaintext HTTP on the --http-tls port: %d", resp.StatusCode)
+		}
+	}
+
+	cli := func(args ...string) string {
+		out, _ := exec.Command("redis-cli", append([]string{"-h", "127.0.0.1", "-p", d.port, "--no-auth-warning"}, args...)...).CombinedOutput()
+		return strings.TrimSpace(string(out))
+	}
+	isID := func(s string) bool { _, err := strconv.ParseInt(s, 10, 64); return err == nil }
+	if out := cli("NEXTID"); !strings.Contains(out, "NOAUTH") {
+		t.Fatalf("NEXTID without AUTH = %q, want NOAUTH", out)
+	}
+	if out := cli("-a", "old-secret", "NEXTID"); !isID(out) {
+		t.Fatalf("NEXTID with the password = %q", out)
+	}
+
+	writeSecret(t, pw, "new-secret\n")
+	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for out := cli("-a", "new-secret", "NEXTID"); !isID(out); out = cli("-a", "new-secret", "NEXTID") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new password after SIGHUP: %q", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out := cli("-a", "old-secret", "NEXTID"); !strings.Contains(out, "WRONGPASS") {
+		t.Fatalf("the old password after the rotation: %q, want WRONGPASS", out)
+	}
+	if strings.Contains(d.out.String(), "old-secret") || strings.Contains(d.out.String(), "new-secret") {
+		t.Fatal("a password is in the log")
+	}
+	if code := d.stop(); code != 0 {
+		t.Fatalf("SIGTERM: exit %d", code)
+	}
+}
+
+// writeSecret replaces path atomically with a file only its owner reads.
+func writeSecret(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path+".tmp", []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
