@@ -81,6 +81,9 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("stack up: %v", err)
 	}
 	t.Logf("stack %s up in %v", st.Project, time.Since(upStart).Round(100*time.Millisecond))
+	if err := checkHorizons(ctx, st); err != nil {
+		t.Fatal(err)
+	}
 
 	col := StartCollector(ctx, st, t.Logf)
 	t.Cleanup(col.Stop)
