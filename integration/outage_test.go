@@ -45,9 +45,16 @@ func (e env) rideOut(stopped []Container, down time.Duration) outage {
 	}
 	var o outage
 	before := e.col.snap()
+	direct := map[string]map[string]int{}
+	for _, w := range ws {
+		direct[w.ID] = e.col.ContainerErrors(w.ID)
+	}
 	fault := time.Now()
 	e.docker(append([]string{"kill", "-s", "KILL"}, ids...)...)
-	for time.Since(fault) < down {
+	// Held from the kill's return: on a loaded machine the command alone
+	// can take seconds.
+	killed := time.Now()
+	for first := true; first || time.Since(killed) < down; first = false {
 		for _, w := range ws {
 			o.probes++
 			if err := serves(e.ctx, w.Addr("7609")); err != nil {
@@ -75,8 +82,16 @@ func (e env) rideOut(stopped []Container, down time.Duration) outage {
 	after := e.col.snap()
 	o.clientErrs, o.directErrs = after.clientErrs-before.clientErrs, after.redisErrs-before.redisErrs
 	if o.clientErrs > 0 || o.directErrs > 0 {
-		e.t.Errorf("clients saw errors through a ZooKeeper outage of %v with a %v horizon: %d Go client calls failed, %d direct calls failed (kinds in the report)",
-			down, horizon, o.clientErrs, o.directErrs)
+		var kinds []string
+		for _, w := range ws {
+			for k, n := range e.col.ContainerErrors(w.ID) {
+				if n > direct[w.ID][k] {
+					kinds = append(kinds, fmt.Sprintf("%s: %d × %s", w.Short(), n-direct[w.ID][k], k))
+				}
+			}
+		}
+		e.t.Errorf("clients saw errors through a ZooKeeper outage of %v with a %v horizon: %d Go client calls failed, %d direct calls failed %v",
+			down, horizon, o.clientErrs, o.directErrs, kinds)
 	}
 	o.minHeadroom = 1 << 62
 	samples := e.mon.Samples()
