@@ -82,6 +82,9 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("stack up: %v", err)
 	}
 	t.Logf("stack %s up in %v", st.Project, time.Since(upStart).Round(100*time.Millisecond))
+	if err := checkHorizons(ctx, st); err != nil {
+		t.Fatal(err)
+	}
 	prom, err := StartPrometheus(ctx, st, t.TempDir())
 	if err != nil {
 		t.Fatalf("prometheus: %v", err)
