@@ -35,6 +35,7 @@ func scenarios() []scenario {
 		{"k whole-ensemble restart", 3, ceiling, ensembleRestart},
 		{"l SIGTERM while ZooKeeper is down", 3, ceiling, sigtermZKDown},
 		{"m crashed worker's slot taken by another container", 3, stops, crashTakenOver},
+		{"n lease node deleted under its holder", 3, "the holder drops the lease and claims again", leaseNodeDeleted},
 	}
 }
 
@@ -590,7 +591,9 @@ func rollingRestart(e env) result {
 	var fault time.Time
 	for _, w := range ws {
 		fault = time.Now()
+		before := e.status(w)
 		e.docker("stop", "-t", "10", w.ID)
+		e.checkReleased(w, before)
 		e.docker("start", w.ID)
 		_, err := WaitServing(e.ctx, e.st, 3, recoveryBound+30*time.Second)
 		e.must(err, "after restarting "+w.Short())
