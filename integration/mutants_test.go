@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -255,20 +256,35 @@ func (r *recorder) runScenario(f func()) {
 }
 
 // split divides the recorded failures into those of a guarding check and
-// the others, each shortened and listed once.
+// the others. Failures of one check (the same message but for its numbers:
+// one per ID above a ceiling, say) are listed once, the first shortened,
+// with their count.
 func (r *recorder) split(guards []string) (guarded, other []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	digits := regexp.MustCompile(`[0-9]+`) // what differs between two failures of one check
+	var keys []string
+	first, count := map[string]string{}, map[string]int{}
 	for _, f := range r.failures {
+		k := digits.ReplaceAllString(f, "N")
+		if count[k] == 0 {
+			keys = append(keys, k)
+			first[k] = f
+		}
+		count[k]++
+	}
+	for _, k := range keys {
+		f := first[k]
 		short := f
-		if len(short) > 200 {
-			short = short[:200] + "…"
+		if len(short) > 160 {
+			short = short[:160] + "…"
+		}
+		if count[k] > 1 {
+			short += fmt.Sprintf(" (×%d)", count[k])
 		}
 		if slices.ContainsFunc(guards, func(g string) bool { return strings.Contains(f, g) }) {
-			if !slices.Contains(guarded, short) {
-				guarded = append(guarded, short)
-			}
-		} else if !slices.Contains(other, short) {
+			guarded = append(guarded, short)
+		} else {
 			other = append(other, short)
 		}
 	}
