@@ -113,13 +113,13 @@ func runMutant(ctx context.Context, t *testing.T, mc mutantCase) []string {
 	t.Cleanup(mon.Stop)
 	_ = sleep(ctx, 3*time.Second)
 
-	rec := &recorder{TB: t}
+	rec := &recorder{TB: t, scenario: "the calm start"}
 	prev := Check(ctx, st, col, mon, time.Now().Add(-time.Second))
 	if prev.Duplicates > 0 {
-		rec.Errorf("before any fault: %d duplicate IDs", prev.Duplicates)
+		rec.Errorf("%d duplicate IDs", prev.Duplicates)
 	}
 	for _, p := range prev.Problems {
-		rec.Errorf("before any fault: invariant: %s", p)
+		rec.Errorf("invariant: %s", p)
 	}
 	col.TakeErrors()
 	su := &suite{ctx: ctx, st: st, col: col, mon: mon, prev: prev}
