@@ -39,17 +39,17 @@ type mutantCase struct {
 func mutantCases() []mutantCase {
 	return []mutantCase{
 		{mutant.NoFloor, []string{"c ", "d "},
-			[]string{"duplicate IDs", "hand-over", "floor", "two holders"}},
+			[]string{"duplicate", "hand-over", "floor", "two holders"}},
 		{mutant.NoCeiling, []string{"d ", "f "},
-			[]string{"duplicate IDs", "ceiling", "still serves", "at the end of the outage"}},
+			[]string{"duplicate", "ceiling", "still serves", "at the end of the outage"}},
 		{mutant.BareSet, []string{"n "},
-			[]string{"drops the deleted lease", "which ZooKeeper does not list", "two holders", "duplicate IDs"}},
+			[]string{"drops the deleted lease", "which ZooKeeper does not list", "two holders", "duplicate"}},
 		{mutant.NoRelease, []string{"h "},
 			[]string{"the release did not lower the reservation"}},
 		{mutant.DupBatch, []string{"e "},
-			[]string{"duplicate IDs", "protocol"}},
+			[]string{"duplicate", "protocol"}},
 		{mutant.ClockBack, []string{"g2l ", "g2 "},
-			[]string{"duplicate IDs", "did not increase", "protocol", "CLOCKBACK"}},
+			[]string{"duplicate", "did not increase", "protocol", "CLOCKBACK"}},
 	}
 }
 
