@@ -6,7 +6,7 @@ PKGS     := ./...
 # build with (go mod tidy writes it with its patch number, a toolchain name).
 GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps build test bench lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration check clean
+.PHONY: all deps build test bench lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean
 
 all: build
 
@@ -22,6 +22,7 @@ build:
 test:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(GO) test -race -count=1 -tags chaos -run Chaos ./cmd/snowflaked/
+	$(GO) test -count=1 -tags mutant ./snowflake/mutant/
 
 ## bench: the generator against bwmarrin/snowflake, side by side
 bench:
@@ -36,6 +37,11 @@ lint:
 	$(GO) vet -tags sim ./coordinator/
 	$(GO) vet -tags chaos ./cmd/snowflaked/
 	$(GO) vet -tags integration ./integration/
+	$(GO) vet -tags mutant $(PKGS)
+	$(GO) vet -tags 'chaos mutant' ./cmd/snowflaked/
+	@# The normal build holds no mutant: nothing in it names SNOWFLAKE_MUTANT.
+	@tmp=$$(mktemp -d) && CGO_ENABLED=0 $(GO) build -o $$tmp/snowflaked ./cmd/snowflaked && \
+		if grep -q SNOWFLAKE_MUTANT $$tmp/snowflaked; then rm -rf $$tmp; echo "lint: the normal snowflaked names SNOWFLAKE_MUTANT"; exit 1; fi; rm -rf $$tmp
 	GOOS=darwin $(GO) vet $(PKGS)
 	GOOS=windows $(GO) build $(PKGS)
 	@# The toolchain itself, fetched once through the module proxy: what an
@@ -94,6 +100,12 @@ images-clean:
 ## integration: the docker-compose chaos suite
 integration:
 	$(GO) test -tags integration -count=1 -timeout 25m -v ./integration/
+
+## integration-mutants: the mutation proof, nightly-sized (not in check): each
+## deliberately broken worker (-tags mutant) must be caught by the suite's
+## checks; the last result is in integration/README.md#mutation-proof
+integration-mutants:
+	SNOWFLEET_MUTANTS=1 $(GO) test -tags integration -count=1 -timeout 40m -v -run '^TestMutants$$' ./integration/
 
 ## check: what CI runs. Nothing skips unless asked: SNOWFLEET_SKIP_ZK=1 skips
 ## the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the Docker suite (not with CI=true)

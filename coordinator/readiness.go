@@ -1,6 +1,9 @@
 package coordinator
 
-import "github.com/snowfleet/snowfleet/snowflake"
+import (
+	"github.com/snowfleet/snowfleet/snowflake/mutant"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
 
 // Reason says why a lease may not issue IDs now.
 type Reason uint8
@@ -101,13 +104,13 @@ func (c *Coordinator) readiness() Readiness {
 	switch {
 	case g.Sealed():
 		r.Reason = ReasonNoLease
-	case r.NowMs > r.CeilingMs:
+	case r.NowMs > r.CeilingMs && !mutant.Is(mutant.NoCeiling):
 		// The generator issues up to and including its ceiling; so does
 		// the verdict.
 		r.Reason = ReasonCeiling
-	case r.NowMs < r.LastIssuedMs-r.MaxBehindMs:
+	case r.NowMs < r.LastIssuedMs-r.MaxBehindMs && !mutant.Is(mutant.ClockBack):
 		r.Reason = ReasonClockBack
-	case logical && r.NowMs < r.LastIssuedMs && r.LastIssuedMs >= r.CeilingMs:
+	case logical && r.NowMs < r.LastIssuedMs && r.LastIssuedMs >= r.CeilingMs && !mutant.Is(mutant.ClockBack):
 		// Ahead of the clock and at the ceiling: the logical clock has
 		// nowhere to go until the clock catches up or the ceiling rises.
 		r.Reason = ReasonClockBack

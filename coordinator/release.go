@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/snowfleet/snowfleet/snowflake/mutant"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -25,7 +26,7 @@ func (s *session) release(l *lease, gen *snowflake.Generator) {
 		issued = last
 	}
 	lowered := false
-	for attempt := 0; attempt < 2 && ctx.Err() == nil; attempt++ {
+	for attempt := 0; attempt < 2 && ctx.Err() == nil && !mutant.Is(mutant.NoRelease); attempt++ {
 		lowest := SlotRecord{ReservedUntilMs: target, LastMs: issued, UpdatedMs: c.nowMs()}
 		_, res, _ := s.writeSlot(ctx, l, lowest, l.version)
 		if res == writeOK {

@@ -2,12 +2,16 @@
 # build-images.sh builds the fleet's images without any registry:
 #   snowfleet/snowflaked:latest  static snowflaked + snowflakectl, FROM scratch
 #   snowfleet/snowflaked:chaos   the same built with -tags chaos (movable clock)
+#   snowfleet/snowflaked:mutant  -tags 'chaos mutant': SNOWFLAKE_MUTANT=<name>
+#                                breaks the worker on purpose (make
+#                                integration-mutants; built only when asked)
 #   snowfleet/zookeeper:3.8      Debian's ZooKeeper 3.8 on a debootstrapped base
 #   snowfleet/prometheus:latest  Debian's Prometheus on the same base, with rules
 # The ZooKeeper base (debootstrap, about a minute) is made once: skipped while
 # the base image exists, re-imported from the cached rootfs tarball otherwise.
 #
-# Usage: deploy/build-images.sh [worker] [chaos] [zookeeper] [prometheus]   (default: all)
+# Usage: deploy/build-images.sh [worker] [chaos] [mutant] [zookeeper] [prometheus]
+#        (default: all but mutant)
 #        deploy/build-images.sh clean   (remove them, the base and the cache)
 # Env: ZK_IMAGE (an image you already have, e.g. zookeeper:3.8, is left alone;
 #      likewise PROMETHEUS_IMAGE, e.g. prom/prometheus),
@@ -156,7 +160,7 @@ build_prometheus() {
 # clean removes the images this script makes (a ZK_IMAGE not ours is left
 # alone), the ZooKeeper base and the cached rootfs: the next build is cold.
 clean() {
-	local images=("$WORKER_IMAGE" "$CHAOS_IMAGE" "$ZK_BASE_IMAGE")
+	local images=("$WORKER_IMAGE" "$CHAOS_IMAGE" "$MUTANT_IMAGE" "$ZK_BASE_IMAGE")
 	if [[ $ZK_IMAGE == snowfleet/* ]]; then images+=("$ZK_IMAGE"); fi
 	if [[ $PROMETHEUS_IMAGE == snowfleet/* ]]; then images+=("$PROMETHEUS_IMAGE"); fi
 	for i in "${images[@]}"; do
@@ -174,10 +178,11 @@ main() {
 		case $w in
 		worker) build_worker "$WORKER_IMAGE" "" ;;
 		chaos) build_worker "$CHAOS_IMAGE" chaos ;;
+		mutant) build_worker "$MUTANT_IMAGE" "chaos mutant" ;;
 		zookeeper) build_zookeeper ;;
 		prometheus) build_prometheus ;;
 		clean) clean ;;
-		*) die "unknown image '$w' (want worker, chaos, zookeeper, prometheus, or clean)" ;;
+		*) die "unknown image '$w' (want worker, chaos, mutant, zookeeper, prometheus, or clean)" ;;
 		esac
 	done
 }

@@ -9,12 +9,13 @@ SNOWFLEET_CACHE=${SNOWFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/snowfleet}
 # ours: the compose file only uses the environment names both understand.
 WORKER_IMAGE=${WORKER_IMAGE:-snowfleet/snowflaked:latest}
 CHAOS_IMAGE=${CHAOS_IMAGE:-snowfleet/snowflaked:chaos}
+MUTANT_IMAGE=${MUTANT_IMAGE:-snowfleet/snowflaked:mutant}
 ZK_IMAGE=${ZK_IMAGE:-snowfleet/zookeeper:3.8}
 ZK_BASE_IMAGE=${ZK_BASE_IMAGE:-snowfleet/zookeeper-base:bookworm}
 PROMETHEUS_IMAGE=${PROMETHEUS_IMAGE:-snowfleet/prometheus:latest}
 DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-export WORKER_IMAGE CHAOS_IMAGE ZK_IMAGE PROMETHEUS_IMAGE
+export WORKER_IMAGE CHAOS_IMAGE MUTANT_IMAGE ZK_IMAGE PROMETHEUS_IMAGE
 
 # The legacy builder needs no registry for FROM scratch or a local base; the
 # BuildKit front end would want to pull one, and buildx may not be installed.

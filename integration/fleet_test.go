@@ -29,7 +29,7 @@ const (
 // env is what a scenario gets.
 type env struct {
 	ctx  context.Context
-	t    *testing.T
+	t    testing.TB // the subtest, or the mutation proof's recorder
 	st   *Stack
 	col  *Collector
 	mon  *Monitor
@@ -107,76 +107,10 @@ func TestFleet(t *testing.T) {
 		t.Fatalf("before any fault: %d duplicates, problems %v", prev.Duplicates, prev.Problems)
 	}
 	col.TakeErrors()
+	su := &suite{ctx: ctx, st: st, col: col, mon: mon, prom: prom, prev: prev}
 	for _, sc := range scenarios() {
-		t.Run(sc.name, func(t *testing.T) {
-			e := env{ctx: ctx, t: t, st: st, col: col, mon: mon, prom: prom}
-			// The fleet it starts from, outside its counts.
-			e.fleet(sc.workers)
-			e.sleep(time.Second)
-			col.TakeErrors()
-			before := col.snap()
-			mark := mon.Mark()
-			res := sc.run(e)
-			r := row{Name: sc.name, Limit: recoveryBound + res.outage, Notes: res.note}
-			if _, err := WaitServing(ctx, st, res.want, recoveryBound+30*time.Second); err != nil {
-				t.Errorf("after the heal: %v", err)
-			}
-			if !res.fault.IsZero() {
-				back := res.back
-				if back.IsZero() {
-					back = time.Now()
-				}
-				r.Recovery = back.Sub(res.fault)
-				if r.Recovery > r.Limit {
-					t.Errorf("served again %v after the fault, bound %v", r.Recovery.Round(100*time.Millisecond), r.Limit)
-				}
-			}
-			healed := time.Now()
-			if note, err := prom.WaitAllUp(ctx, promUpBound); err != nil {
-				t.Errorf("after the heal: %v", err)
-			} else {
-				r.Notes += "; " + note
-			}
-			_ = sleep(ctx, settle-time.Since(healed))
-			v := Check(ctx, st, col, mon, time.Now().Add(-time.Second))
-			after := col.snap()
-			d := after.client.sub(before.client)
-			r.IDs, r.ClientErrs, r.DirectErrs = after.ids-before.ids, after.clientErrs-before.clientErrs, after.redisErrs-before.redisErrs
-			r.Retries, r.Protocol = int64(d.retries), after.protocolErrs-before.protocolErrs
-			r.Ceilings = v.Ceilings.Checked // each Check counts only the IDs it checked first
-			r.Duplicates = v.Duplicates - prev.Duplicates
-			r.Violations = len(v.Violations) - len(prev.Violations)
-			r.Errors, r.Examples = col.TakeErrors()
-			rep.total = v.IDs
-			if r.Duplicates > 0 {
-				t.Errorf("%d duplicate IDs", r.Duplicates)
-			}
-			if r.Violations > 0 {
-				t.Errorf("IDs of a slot did not increase in a client's order: %v", v.Violations[len(prev.Violations):][:min(5, r.Violations)])
-			}
-			if n := len(v.Bad) - len(prev.Bad); n > 0 {
-				t.Errorf("%d IDs outside datacenter %d or not decodable: %v", n, datacenter, v.Bad[len(prev.Bad):][:min(5, n)])
-			}
-			for _, p := range v.Problems {
-				t.Errorf("invariant: %s", p)
-			}
-			for _, p := range clientProblems(d, r.Protocol, sc.retries) {
-				t.Errorf("go client: %s", p)
-			}
-			problems, rounds, zkRounds := mon.Since(mark)
-			for _, p := range problems {
-				t.Errorf("during the scenario: %s", p)
-			}
-			r.HolderChecks = zkRounds
-			if rounds < 10 || zkRounds < 3 {
-				t.Errorf("the monitor looked too seldom: %d status rounds, %d ZooKeeper listings", rounds, zkRounds)
-			}
-			r.Failed = t.Failed()
-			t.Logf("%s: %d IDs, %d client errors (%d retries, %d protocol), %d direct errors, recovered in %v; %s",
-				sc.name, r.IDs, r.ClientErrs, r.Retries, r.Protocol, r.DirectErrs, r.Recovery.Round(10*time.Millisecond), res.note)
-			rep.rows = append(rep.rows, r)
-			prev = v
-		})
+		t.Run(sc.name, func(t *testing.T) { rep.rows = append(rep.rows, su.run(t, sc)) })
+		rep.total = su.prev.IDs
 	}
 	mon.Stop()
 	col.Stop()
@@ -193,6 +127,90 @@ func TestFleet(t *testing.T) {
 	if rep.total < minIDs {
 		t.Errorf("only %d IDs collected over the suite, want at least %d", rep.total, minIDs)
 	}
+}
+
+// suite is the fleet the scenarios run against, and the check that ended
+// the scenario before (each check counts from it).
+type suite struct {
+	ctx  context.Context
+	st   *Stack
+	col  *Collector
+	mon  *Monitor
+	prom *Prom
+	prev Verdict
+}
+
+// run runs one scenario and the checks every scenario gets, reports each
+// failed check on t (the subtest, or the mutation proof's recorder), and
+// returns the scenario's report row.
+func (s *suite) run(t testing.TB, sc scenario) row {
+	ctx, st, col, mon := s.ctx, s.st, s.col, s.mon
+	e := env{ctx: ctx, t: t, st: st, col: col, mon: mon, prom: s.prom}
+	// The fleet it starts from, outside its counts.
+	e.fleet(sc.workers)
+	e.sleep(time.Second)
+	col.TakeErrors()
+	before := col.snap()
+	mark := mon.Mark()
+	res := sc.run(e)
+	r := row{Name: sc.name, Limit: recoveryBound + res.outage, Notes: res.note}
+	if _, err := WaitServing(ctx, st, res.want, recoveryBound+30*time.Second); err != nil {
+		t.Errorf("after the heal: %v", err)
+	}
+	if !res.fault.IsZero() {
+		back := res.back
+		if back.IsZero() {
+			back = time.Now()
+		}
+		r.Recovery = back.Sub(res.fault)
+		if r.Recovery > r.Limit {
+			t.Errorf("served again %v after the fault, bound %v", r.Recovery.Round(100*time.Millisecond), r.Limit)
+		}
+	}
+	healed := time.Now()
+	if note, err := s.prom.WaitAllUp(ctx, promUpBound); err != nil {
+		t.Errorf("after the heal: %v", err)
+	} else {
+		r.Notes += "; " + note
+	}
+	_ = sleep(ctx, settle-time.Since(healed))
+	v := Check(ctx, st, col, mon, time.Now().Add(-time.Second))
+	after := col.snap()
+	d := after.client.sub(before.client)
+	r.IDs, r.ClientErrs, r.DirectErrs = after.ids-before.ids, after.clientErrs-before.clientErrs, after.redisErrs-before.redisErrs
+	r.Retries, r.Protocol = int64(d.retries), after.protocolErrs-before.protocolErrs
+	r.Ceilings = v.Ceilings.Checked // each Check counts only the IDs it checked first
+	r.Duplicates = v.Duplicates - s.prev.Duplicates
+	r.Violations = len(v.Violations) - len(s.prev.Violations)
+	r.Errors, r.Examples = col.TakeErrors()
+	if r.Duplicates > 0 {
+		t.Errorf("%d duplicate IDs", r.Duplicates)
+	}
+	if r.Violations > 0 {
+		t.Errorf("IDs of a slot did not increase in a client's order: %v", v.Violations[len(s.prev.Violations):][:min(5, r.Violations)])
+	}
+	if n := len(v.Bad) - len(s.prev.Bad); n > 0 {
+		t.Errorf("%d IDs outside datacenter %d or not decodable: %v", n, datacenter, v.Bad[len(s.prev.Bad):][:min(5, n)])
+	}
+	for _, p := range v.Problems {
+		t.Errorf("invariant: %s", p)
+	}
+	for _, p := range clientProblems(d, r.Protocol, sc.retries) {
+		t.Errorf("go client: %s", p)
+	}
+	problems, rounds, zkRounds := mon.Since(mark)
+	for _, p := range problems {
+		t.Errorf("during the scenario: %s", p)
+	}
+	r.HolderChecks = zkRounds
+	if rounds < 10 || zkRounds < 3 {
+		t.Errorf("the monitor looked too seldom: %d status rounds, %d ZooKeeper listings", rounds, zkRounds)
+	}
+	r.Failed = t.Failed()
+	t.Logf("%s: %d IDs, %d client errors (%d retries, %d protocol), %d direct errors, recovered in %v; %s",
+		sc.name, r.IDs, r.ClientErrs, r.Retries, r.Protocol, r.DirectErrs, r.Recovery.Round(10*time.Millisecond), res.note)
+	s.prev = v
+	return r
 }
 
 // requireDocker fails the test without a working Docker, so that the suite

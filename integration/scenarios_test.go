@@ -36,6 +36,7 @@ func scenarios() []scenario {
 		{"l SIGTERM while ZooKeeper is down", 3, stops, sigtermZKDown},
 		{"m crashed worker's slot taken by another container", 3, stops, crashTakenOver},
 		{"n whole ensemble down 25 s", 3, "", ensembleOutage},
+		{"o lease node deleted under its holder", 3, "the holder drops the lease and claims again", leaseNodeDeleted},
 	}
 }
 
@@ -586,7 +587,9 @@ func rollingRestart(e env) result {
 	var fault time.Time
 	for _, w := range ws {
 		fault = time.Now()
+		before := e.status(w)
 		e.docker("stop", "-t", "10", w.ID)
+		e.checkReleased(w, before)
 		e.docker("start", w.ID)
 		_, err := WaitServing(e.ctx, e.st, 3, recoveryBound+30*time.Second)
 		e.must(err, "after restarting "+w.Short())

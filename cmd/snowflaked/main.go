@@ -108,6 +108,9 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 		return nil, usagef("clock: %v", err)
 	}
 	cc.Clock = clock
+	if err := checkMutant(log); err != nil {
+		return nil, usagef("%v", err)
+	}
 
 	ln, err := net.Listen("tcp", wc.Listen)
 	if err != nil {

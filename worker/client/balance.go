@@ -11,41 +11,31 @@ import (
 // healthy, rather than scanning on from a random index to the next healthy
 // one, keeps the worker just after a run of workers in backoff from getting
 // the picks that fell on the run.
+//
+// Health is read once per worker, into a list the draw is made from: other
+// calls put workers into backoff concurrently, and a second reading could
+// find fewer healthy than the first counted (a nil pick, a crash: the
+// mutation proof's dupbatch fleet did this).
 func pick(eps []*endpoint, now int64, avoid []*endpoint) *endpoint {
+	var buf [16]*endpoint
 	for _, strict := range [2]bool{true, false} {
 		if !strict && len(avoid) == 0 {
 			break // the same pass again
 		}
-		usable := func(e *endpoint) bool {
-			return e.healthy(now) && (!strict || !slices.Contains(avoid, e))
-		}
-		n := 0
+		usable := buf[:0]
 		for _, e := range eps {
-			if usable(e) {
-				n++
+			if e.healthy(now) && (!strict || !slices.Contains(avoid, e)) {
+				usable = append(usable, e)
 			}
 		}
-		if n == 0 {
+		if len(usable) == 0 {
 			continue
 		}
-		a, b := nth(eps, usable, rand.IntN(n)), nth(eps, usable, rand.IntN(n))
+		a, b := usable[rand.IntN(len(usable))], usable[rand.IntN(len(usable))]
 		if b.inflight.Load() < a.inflight.Load() {
 			return b
 		}
 		return a
-	}
-	return nil
-}
-
-// nth is the i-th (from 0) endpoint of eps that is usable.
-func nth(eps []*endpoint, usable func(*endpoint) bool, i int) *endpoint {
-	for _, e := range eps {
-		if usable(e) {
-			if i == 0 {
-				return e
-			}
-			i--
-		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -28,6 +29,42 @@ func TestPickIsEvenAmongHealthy(t *testing.T) {
 			t.Errorf("worker %d in backoff picked %d times", i, got)
 		case i >= 5 && (got < n/5-800 || got > n/5+800):
 			t.Errorf("healthy worker %d picked %d of %d times, want about %d", i, got, n, n/5)
+		}
+	}
+}
+
+// Other calls put workers into backoff while pick draws: with one worker
+// always healthy, pick must always return one (it once counted the healthy,
+// then read their health again and could come back with nil).
+func TestPickWhileHealthChanges(t *testing.T) {
+	eps := make([]*endpoint, 8)
+	for i := range eps {
+		eps[i] = newEndpoint("w"+string(rune('0'+i)), 1)
+	}
+	now := time.Now().UnixNano()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			e := eps[1+i%(len(eps)-1)] // eps[0] stays healthy
+			if i%2 == 0 {
+				e.downUntil.Store(now + int64(time.Hour))
+			} else {
+				e.downUntil.Store(0)
+			}
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+	for range 200000 {
+		if pick(eps, now, nil) == nil {
+			t.Fatal("pick returned nil while a worker was healthy throughout")
 		}
 	}
 }

@@ -1,0 +1,305 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/snowfleet/snowfleet/snowflake/mutant"
+)
+
+// The mutation proof (make integration-mutants): for each deliberately
+// broken worker (snowflake/mutant, image snowfleet/snowflaked:mutant), a
+// fleet of it runs the scenarios that exercise the broken rule, with the
+// same checks as TestFleet; the mutant must be caught by one of the checks
+// that guard that rule. A mutant no check catches, or one caught only by
+// unrelated checks (a timing bound on a loaded machine, say), fails.
+
+// mutantCase is one mutant: the scenarios (name prefixes) that exercise
+// its rule, and the checks that guard the rule (substrings of their
+// failure messages).
+type mutantCase struct {
+	name      string
+	scenarios []string
+	guards    []string
+}
+
+func mutantCases() []mutantCase {
+	return []mutantCase{
+		{mutant.NoFloor, []string{"c ", "d "},
+			[]string{"duplicate", "hand-over", "floor", "two holders"}},
+		{mutant.NoCeiling, []string{"d ", "k "},
+			[]string{"duplicate", "ceiling", "still serves"}},
+		{mutant.BareSet, []string{"o "},
+			[]string{"drops the deleted lease", "which ZooKeeper does not list", "two holders", "duplicate"}},
+		{mutant.NoRelease, []string{"h "},
+			[]string{"the release did not lower the reservation"}},
+		{mutant.DupBatch, []string{"e "},
+			[]string{"duplicate", "protocol"}},
+		{mutant.ClockBack, []string{"g2l ", "g2 "},
+			[]string{"duplicate", "did not increase", "protocol", "CLOCKBACK"}},
+	}
+}
+
+// mutantImage is the image TestMutants runs: the chaos build with -tags
+// mutant (deploy/build-images.sh mutant).
+func mutantImage() string { return envOr("MUTANT_IMAGE", "snowfleet/snowflaked:mutant") }
+
+func TestMutants(t *testing.T) {
+	// Nightly-sized: not part of make integration (nor make check).
+	if os.Getenv("SNOWFLEET_MUTANTS") != "1" {
+		t.Skip("the mutation proof runs with make integration-mutants (SNOWFLEET_MUTANTS=1)")
+	}
+	requireDocker(t)
+	redis.SetLogger(quietRedis{})
+	ctx := context.Background()
+	reapStale(ctx, t)
+	ensureMutantImage(t)
+	start := time.Now()
+	var summary []string
+	for _, mc := range mutantCases() {
+		t.Run(mc.name, func(t *testing.T) {
+			began := time.Now()
+			caught := runMutant(ctx, t, mc)
+			line := fmt.Sprintf("%s (%s, %v): ", mc.name, strings.Join(trimAll(mc.scenarios), ", "), time.Since(began).Round(time.Second))
+			if len(caught) == 0 {
+				line += "NOT CAUGHT"
+			} else {
+				line += "caught by: " + strings.Join(caught, "; ")
+			}
+			summary = append(summary, line)
+		})
+	}
+	t.Logf("mutation proof in %v:\n%s", time.Since(start).Round(time.Second), strings.Join(summary, "\n"))
+}
+
+// runMutant runs mc's scenarios against a fleet of its workers and returns
+// the guarding checks that failed (deduplicated, shortened); it fails t
+// when none did.
+func runMutant(ctx context.Context, t *testing.T, mc mutantCase) []string {
+	st := NewStack(t, fmt.Sprintf("snowfleet-it-%d", os.Getpid()))
+	st.env = append(st.env, "WORKER_IMAGE="+mutantImage(), mutant.Env+"="+mc.name)
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpLogs(ctx, t, st)
+		}
+		if err := st.Down(ctx); err != nil {
+			t.Errorf("tear down %s: %v", st.Project, err)
+		}
+	})
+	if err := st.Up(ctx, 3); err != nil {
+		t.Fatalf("stack up: %v", err)
+	}
+	// dupbatch serves single IDs correctly: the fleet comes up.
+	if _, err := WaitServing(ctx, st, 3, 90*time.Second); err != nil {
+		t.Fatalf("stack up: %v", err)
+	}
+	requireMutant(ctx, t, st, mc.name)
+	// d waits for Prometheus's alerts, and every scenario for its targets.
+	prom, err := StartPrometheus(ctx, st, t.TempDir())
+	if err != nil {
+		t.Fatalf("prometheus: %v", err)
+	}
+	col := StartCollector(ctx, st, t.Logf)
+	t.Cleanup(col.Stop)
+	mon := StartMonitor(ctx, st)
+	t.Cleanup(mon.Stop)
+	_ = sleep(ctx, 3*time.Second)
+
+	rec := &recorder{TB: t, scenario: "the calm start"}
+	prev := Check(ctx, st, col, mon, time.Now().Add(-time.Second))
+	if prev.Duplicates > 0 {
+		rec.Errorf("%d duplicate IDs", prev.Duplicates)
+	}
+	for _, p := range prev.Problems {
+		rec.Errorf("invariant: %s", p)
+	}
+	col.TakeErrors()
+	su := &suite{ctx: ctx, st: st, col: col, mon: mon, prom: prom, prev: prev}
+	ran := 0
+	for _, sc := range scenarios() {
+		if !slices.ContainsFunc(mc.scenarios, func(p string) bool { return strings.HasPrefix(sc.name, p) }) {
+			continue
+		}
+		ran++
+		rec.scenario = sc.name
+		rec.runScenario(func() { su.run(rec, sc) })
+	}
+	if ran != len(mc.scenarios) {
+		t.Fatalf("%d of the scenarios %q exist", ran, mc.scenarios)
+	}
+	mon.Stop()
+	col.Stop()
+	rec.scenario = "after the last scenario"
+	for _, p := range Check(ctx, st, col, mon, time.Now()).Problems {
+		rec.Errorf("invariant: %s", p)
+	}
+	guarded, other := rec.split(mc.guards)
+	for _, m := range other {
+		t.Logf("also failed (not a check of %s's rule): %s", mc.name, m)
+	}
+	switch {
+	case len(guarded) > 0:
+		t.Logf("MUTANT %s CAUGHT by: %s", mc.name, strings.Join(guarded, "; "))
+	case len(other) > 0:
+		t.Errorf("mutant %s was caught only by checks unrelated to its rule (want one of %q): not a proof", mc.name, mc.guards)
+	default:
+		t.Errorf("mutant %s passed every check of %q: the suite cannot tell it from a correct worker", mc.name, mc.scenarios)
+	}
+	return guarded
+}
+
+// requireMutant fails unless every worker logs that it runs the mutant: a
+// stale image, or a build without -tags mutant, would pass for a proof.
+func requireMutant(ctx context.Context, t *testing.T, st *Stack, name string) {
+	t.Helper()
+	ws, err := st.Workers(ctx)
+	if err != nil {
+		t.Fatalf("list workers: %v", err)
+	}
+	for _, w := range ws {
+		out, err := exec.CommandContext(ctx, "docker", "logs", w.ID).CombinedOutput()
+		if err != nil {
+			t.Fatalf("logs of %s: %v", w.Short(), err)
+		}
+		if !strings.Contains(string(out), "deliberately broken") || !strings.Contains(string(out), `"mutant":"`+name+`"`) {
+			t.Fatalf("%s (image %s) does not log mutant %s: build it with deploy/build-images.sh mutant", w.Short(), mutantImage(), name)
+		}
+	}
+}
+
+// ensureMutantImage builds the mutant image from this tree unless
+// SNOWFLEET_IT_NO_BUILD=1 and it exists, and brings ZooKeeper's up to date.
+func ensureMutantImage(t *testing.T) {
+	t.Helper()
+	what := []string{"zookeeper"}
+	if os.Getenv("SNOWFLEET_IT_NO_BUILD") != "1" || exec.Command("docker", "image", "inspect", mutantImage()).Run() != nil {
+		what = append([]string{"mutant"}, what...)
+	}
+	start := time.Now()
+	cmd := exec.Command(filepath.Join("..", "deploy", "build-images.sh"), what...)
+	cmd.Env = append(os.Environ(), "MUTANT_IMAGE="+mutantImage(), "ZK_IMAGE="+zkImage())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("deploy/build-images.sh %v: %v\n%s", what, err, out)
+	}
+	t.Logf("images %v ready in %v", what, time.Since(start).Round(100*time.Millisecond))
+}
+
+// recorder is the testing.TB a scenario gets in the mutation proof: a
+// failed check is recorded (and logged), not failed, since a mutant must
+// fail checks; Fatal ends the scenario (runScenario recovers it) and the
+// proof goes on with the next.
+type recorder struct {
+	testing.TB
+	scenario string
+	mu       sync.Mutex
+	failures []string // "scenario: message"
+	cleanups []func() // the running scenario's, run at its end
+}
+
+// stopScenario is what Fatal panics with, for runScenario to recover.
+type stopScenario struct{}
+
+func (r *recorder) add(msg string) {
+	r.mu.Lock()
+	r.failures = append(r.failures, r.scenario+": "+msg)
+	r.mu.Unlock()
+	r.TB.Logf("check failed (%s): %s", r.scenario, msg)
+}
+
+func (r *recorder) Error(a ...any)                 { r.add(fmt.Sprint(a...)) }
+func (r *recorder) Errorf(format string, a ...any) { r.add(fmt.Sprintf(format, a...)) }
+func (r *recorder) Fail()                          { r.add("failed") }
+func (r *recorder) FailNow()                       { r.Fail(); panic(stopScenario{}) }
+func (r *recorder) Fatal(a ...any)                 { r.add(fmt.Sprint(a...)); panic(stopScenario{}) }
+func (r *recorder) Fatalf(format string, a ...any) {
+	r.add(fmt.Sprintf(format, a...))
+	panic(stopScenario{})
+}
+
+// Failed is whether this scenario failed a check (the report row's mark).
+func (r *recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.failures, func(f string) bool { return strings.HasPrefix(f, r.scenario+": ") })
+}
+
+// Cleanup runs f at the end of the running scenario, as a subtest's would
+// at the end of TestFleet's scenario (placeholders, a clock put right).
+func (r *recorder) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+
+// runScenario runs f, ending quietly at a Fatal of the recorder, then the
+// scenario's cleanups, last first.
+func (r *recorder) runScenario(f func()) {
+	defer func() {
+		for i := len(r.cleanups) - 1; i >= 0; i-- {
+			r.cleanups[i]()
+		}
+		r.cleanups = nil
+	}()
+	defer func() {
+		if v := recover(); v != nil {
+			if _, ok := v.(stopScenario); !ok {
+				panic(v)
+			}
+		}
+	}()
+	f()
+}
+
+// split divides the recorded failures into those of a guarding check and
+// the others. Failures of one check (the same message but for its numbers:
+// one per ID above a ceiling, say) are listed once, the first shortened,
+// with their count.
+func (r *recorder) split(guards []string) (guarded, other []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	digits := regexp.MustCompile(`[0-9]+`) // what differs between two failures of one check
+	var keys []string
+	first, count := map[string]string{}, map[string]int{}
+	for _, f := range r.failures {
+		k := digits.ReplaceAllString(f, "N")
+		if count[k] == 0 {
+			keys = append(keys, k)
+			first[k] = f
+		}
+		count[k]++
+	}
+	for _, k := range keys {
+		f := first[k]
+		short := f
+		if len(short) > 160 {
+			short = short[:160] + "…"
+		}
+		if count[k] > 1 {
+			short += fmt.Sprintf(" (×%d)", count[k])
+		}
+		if slices.ContainsFunc(guards, func(g string) bool { return strings.Contains(f, g) }) {
+			guarded = append(guarded, short)
+		} else {
+			other = append(other, short)
+		}
+	}
+	return guarded, other
+}
+
+func trimAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strings.TrimSpace(s)
+	}
+	return out
+}
