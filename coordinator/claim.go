@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/mutant"
 )
 
 // protectedPrefix is go-zookeeper's (and Curator's) prefix of a protected

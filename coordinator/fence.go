@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/mutant"
 )
 
 // reservedUntil is the reservation rule: a holder reserves Horizon past its

@@ -1,8 +1,8 @@
 package coordinator
 
 import (
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/mutant"
 )
 
 // Reason says why a lease may not issue IDs now.

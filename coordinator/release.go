@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/mutant"
 )
 
 // release seals the generator, lowers the reservation to the highest

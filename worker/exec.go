@@ -3,8 +3,8 @@ package worker
 import (
 	"time"
 
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/mutant"
 	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
