@@ -10,7 +10,7 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator"
 )
 
-// n: delete a serving holder's lease node under it while its session lives
+// o: delete a serving holder's lease node under it while its session lives
 // (an operator's slip, or a deletion its client has not seen yet). Its next
 // renew is fenced by that node, so it must fail: the holder stops serving
 // the lease within a few renew intervals and claims again. A holder whose
