@@ -9,13 +9,23 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator"
 )
 
-// wholeOutage is how long scenario n holds the whole ensemble down: with
-// the servers' own restart, about the 30 s outage the default horizon is
-// made to ride out (issue 15).
-const wholeOutage = 25 * time.Second
+// wholeOutage is how long scenario n keeps the ensemble without a quorum,
+// the servers' own restart included: about the 30 s outage the default
+// horizon is made to ride out (issue 15). The restart is not ours to
+// choose (7 s on a quiet machine, 13-22 s under the suite's load here), so
+// n starts the servers early by the restart time measured last (in f),
+// holding them down at least minHold, and asserts that the window without
+// a quorum was at least minWindow.
+const (
+	wholeOutage  = 25 * time.Second
+	minHold      = 8 * time.Second
+	minWindow    = 20 * time.Second
+	guessRestart = 10 * time.Second // before any restart was measured
+)
 
 // outage is what rideOut saw.
 type outage struct {
+	window      time.Duration // from the kill until the quorum was back
 	quorum      time.Duration // from starting the servers until the quorum was back
 	renewed     time.Duration // from starting them until every worker confirmed a new ceiling
 	probes      int           // NEXTID probes on fresh connections during the outage
@@ -67,6 +77,8 @@ func (e env) rideOut(stopped []Container, down time.Duration) outage {
 	e.docker(append([]string{"start"}, ids...)...)
 	e.must(e.st.WaitZK(e.ctx, 90*time.Second), "quorum after the restart")
 	o.quorum = time.Since(heal)
+	o.window = time.Since(fault)
+	e.st.zkRestart = o.quorum
 	// Renewed: a ceiling confirmed after the servers were started lies more
 	// than a horizon past that moment.
 	e.waitFor(recoveryBound, "every worker renews once the quorum is back", func() bool {
@@ -140,8 +152,8 @@ func (e env) rideOut(stopped []Container, down time.Duration) outage {
 }
 
 func (o outage) String() string {
-	return fmt.Sprintf("%d probes, %d failed Go client calls, %d failed direct calls; ceiling headroom never below %.1f s; quorum back %.1f s after the start, every worker renewed %.1f s after it; %d kept their lease nodes (sessions back), %d claimed anew",
-		o.probes, o.clientErrs, o.directErrs, float64(o.minHeadroom)/1000, o.quorum.Seconds(), o.renewed.Seconds(), o.kept, o.reclaimed)
+	return fmt.Sprintf("no quorum for %.1f s; %d probes, %d failed Go client calls, %d failed direct calls; ceiling headroom never below %.1f s; quorum back %.1f s after the start, every worker renewed %.1f s after it; %d kept their lease nodes (sessions back), %d claimed anew",
+		o.window.Seconds(), o.probes, o.clientErrs, o.directErrs, float64(o.minHeadroom)/1000, o.quorum.Seconds(), o.renewed.Seconds(), o.kept, o.reclaimed)
 }
 
 // f: stop two of three ZooKeeper nodes (the leader and a follower) for
@@ -157,12 +169,22 @@ func loseQuorum(e env) result {
 	return result{want: 3, note: fmt.Sprintf("%s and %s down for %v: %s", stopped[0].Service, stopped[1].Service, down, o)}
 }
 
-// n: stop all three ZooKeeper servers for 25 s (their data kept), start
-// them: as f, with no server left at all and an outage that with the
-// servers' restart comes close to the 40 s horizon.
+// n: stop all three ZooKeeper servers (their data kept) and start them so
+// that, with their own restart, the ensemble is without a quorum for about
+// 25 s: as f, with no server left at all and an outage within the 40 s
+// horizon's reach.
 func ensembleOutage(e env) result {
 	zks, err := e.st.ZooKeepers(e.ctx)
 	e.must(err, "list ZooKeeper")
-	o := e.rideOut(zks, wholeOutage)
-	return result{want: 3, note: fmt.Sprintf("all 3 servers down for %v: %s", wholeOutage, o)}
+	restart := e.st.zkRestart
+	if restart == 0 {
+		restart = guessRestart
+	}
+	hold := max(wholeOutage-restart, minHold)
+	o := e.rideOut(zks, hold)
+	if o.window < minWindow {
+		e.t.Errorf("the ensemble was without a quorum for only %v (held %v, restart %v): shorter than the %v this scenario is for",
+			o.window.Round(100*time.Millisecond), hold, o.quorum.Round(100*time.Millisecond), minWindow)
+	}
+	return result{want: 3, note: fmt.Sprintf("all 3 servers down for %v (restart measured before: %v): %s", hold.Round(100*time.Millisecond), restart.Round(100*time.Millisecond), o)}
 }

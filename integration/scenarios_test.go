@@ -35,7 +35,7 @@ func scenarios() []scenario {
 		{"k whole-ensemble restart", 3, ceiling, ensembleRestart},
 		{"l SIGTERM while ZooKeeper is down", 3, stops, sigtermZKDown},
 		{"m crashed worker's slot taken by another container", 3, stops, crashTakenOver},
-		{"n whole ensemble down 25 s", 3, "", ensembleOutage},
+		{"n whole ensemble without a quorum for 25 s", 3, "", ensembleOutage},
 		{"o lease node deleted under its holder", 3, "the holder drops the lease and claims again", leaseNodeDeleted},
 	}
 }

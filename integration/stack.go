@@ -49,6 +49,10 @@ type Stack struct {
 	// variant's, tls_test.go).
 	overrides []string
 	log       func(format string, a ...any)
+	// zkRestart is how long the last restart of stopped ZooKeeper servers
+	// took until the quorum was back (0: none yet): scenario n sizes its
+	// hold with it.
+	zkRestart time.Duration
 }
 
 // NewStack returns a stack for a project of its own; Down removes it.
