@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -198,12 +197,6 @@ func (l *loop) run() {
 		if l.done() {
 			return
 		}
-		// A round done, let the goroutines waiting for a P run: the other
-		// loop woken by a request, the accept loop, timers. A loop with a
-		// backlog (pipeliners queued or parked) would otherwise keep its
-		// P until the runtime preempts it, up to 10 ms later, and on two
-		// cores the other loop's clients would wait that long.
-		runtime.Gosched()
 	}
 }
 
