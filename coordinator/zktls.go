@@ -94,9 +94,14 @@ func (z ZKTLS) load(prefix string) (*tls.Config, error) {
 }
 
 // stamp is the files' mtimes and sizes: what a reload looks for.
-func (z ZKTLS) stamp() string {
+func (z ZKTLS) stamp() string { return FilesStamp(z.CertFile, z.KeyFile, z.CACertFile) }
+
+// FilesStamp is the mtimes and sizes of the files at paths ("" skipped, a
+// missing one named as such): two stamps differ once any file changed, which
+// is how a TLS reload (here and on the ID port) notices rotated files.
+func FilesStamp(paths ...string) string {
 	s := ""
-	for _, p := range []string{z.CertFile, z.KeyFile, z.CACertFile} {
+	for _, p := range paths {
 		if p == "" {
 			continue
 		}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snowfleet/snowfleet/coordinator"
 )
 
 // TLS on the ID port works as Redis's tls-port: a listener of its own
@@ -129,20 +131,7 @@ func (r *CertReloader) forClient(*tls.ClientHelloInfo) (*tls.Config, error) {
 }
 
 // stamp is the files' mtimes and sizes: what a reload looks for.
-func (f TLSFiles) stamp() string {
-	s := ""
-	for _, p := range []string{f.CertFile, f.KeyFile, f.CAFile} {
-		if p == "" {
-			continue
-		}
-		if st, err := os.Stat(p); err == nil {
-			s += fmt.Sprintf("%s:%d:%d;", p, st.ModTime().UnixNano(), st.Size())
-		} else {
-			s += p + ":missing;"
-		}
-	}
-	return s
-}
+func (f TLSFiles) stamp() string { return coordinator.FilesStamp(f.CertFile, f.KeyFile, f.CAFile) }
 
 // load reads the files into a server config; stamp is taken before the
 // reads, so a change during them is seen at the next look.
