@@ -5,6 +5,7 @@ package integration
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
@@ -68,7 +69,8 @@ func (c *Collector) clientMetrics() clientMetrics {
 // not have: any reply breaking the protocol (a worker that repeats or
 // reorders IDs inside a batch: the client drops it and retries elsewhere,
 // so no call fails), and retries, unless the scenario explains them.
-func clientProblems(d clientMetrics, protocol int64, retriesExplained string) []string {
+// causes are the failures behind the retries, as the client logged them.
+func clientProblems(d clientMetrics, protocol int64, retriesExplained string, causes []string) []string {
 	var p []string
 	if protocol > 0 {
 		p = append(p, fmt.Sprintf("the Go client rejected %d replies as breaking the protocol (retried elsewhere, so no call failed)", protocol))
@@ -77,38 +79,52 @@ func clientProblems(d clientMetrics, protocol int64, retriesExplained string) []
 		p = append(p, fmt.Sprintf("the Go client got %.0f error replies (-ERR) it does not retry", d.errReply))
 	}
 	if retriesExplained == "" && d.retries > 0 {
-		p = append(p, fmt.Sprintf("the Go client retried %.0f requests (nolease %.0f, clockback %.0f, broken %.0f) in a scenario where no worker stops serving",
-			d.retries, d.noLease, d.clockBack, d.broken))
+		p = append(p, fmt.Sprintf("the Go client retried %.0f requests (nolease %.0f, clockback %.0f, broken %.0f) in a scenario where no worker stops serving; the failures: %s",
+			d.retries, d.noLease, d.clockBack, d.broken, strings.Join(causes, "; ")))
 	}
 	return p
 }
 
-// protocolCounter is the Go client's logger: it counts the failures whose
-// error is a *client.ProtocolError (the client logs each worker failure,
-// the first of a streak as a warning and the rest at debug level) and drops
-// every line.
-type protocolCounter struct {
+// clientLog is the Go client's logger. It drops every line, but counts the
+// failures whose error is a *client.ProtocolError, and hands every worker
+// failure the client logs (the first of a streak as a warning, the rest at
+// debug level) to note, so a scenario can name what its retries were.
+type clientLog struct {
 	hclog.Logger
-	n *atomic.Int64
+	n    *atomic.Int64
+	note func(addr string, err error)
 }
 
-func (p protocolCounter) count(args []any) {
+func (p clientLog) see(args []any) {
+	addr := ""
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == "addr" {
+			addr = fmt.Sprint(args[i+1])
+		}
+	}
 	for _, a := range args {
+		err, ok := a.(error)
+		if !ok {
+			continue
+		}
 		var pe *client.ProtocolError
-		if err, ok := a.(error); ok && errors.As(err, &pe) {
+		if errors.As(err, &pe) {
 			p.n.Add(1)
+		}
+		if p.note != nil {
+			p.note(addr, err)
 		}
 	}
 }
 
-func (p protocolCounter) Log(_ hclog.Level, _ string, args ...any) { p.count(args) }
-func (p protocolCounter) Trace(_ string, args ...any)              { p.count(args) }
-func (p protocolCounter) Debug(_ string, args ...any)              { p.count(args) }
-func (p protocolCounter) Info(_ string, args ...any)               { p.count(args) }
-func (p protocolCounter) Warn(_ string, args ...any)               { p.count(args) }
-func (p protocolCounter) Error(_ string, args ...any)              { p.count(args) }
-func (p protocolCounter) IsDebug() bool                            { return true }
-func (p protocolCounter) IsTrace() bool                            { return true }
-func (p protocolCounter) Named(string) hclog.Logger                { return p }
-func (p protocolCounter) ResetNamed(string) hclog.Logger           { return p }
-func (p protocolCounter) With(...any) hclog.Logger                 { return p }
+func (p clientLog) Log(_ hclog.Level, _ string, args ...any) { p.see(args) }
+func (p clientLog) Trace(_ string, args ...any)              { p.see(args) }
+func (p clientLog) Debug(_ string, args ...any)              { p.see(args) }
+func (p clientLog) Info(_ string, args ...any)               { p.see(args) }
+func (p clientLog) Warn(_ string, args ...any)               { p.see(args) }
+func (p clientLog) Error(_ string, args ...any)              { p.see(args) }
+func (p clientLog) IsDebug() bool                            { return true }
+func (p clientLog) IsTrace() bool                            { return true }
+func (p clientLog) Named(string) hclog.Logger                { return p }
+func (p clientLog) ResetNamed(string) hclog.Logger           { return p }
+func (p clientLog) With(...any) hclog.Logger                 { return p }

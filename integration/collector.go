@@ -115,6 +115,8 @@ type Collector struct {
 	redis    map[string]*redisRunner // container ID -> its runner
 	errLog   map[string]int          // error text (shortened) -> count, for the report
 	errEx    map[string]string       // shortened -> the first full text
+	causes   []string                // the Go client's worker failures (the first few), behind its retries
+	nCauses  int                     // how many there were
 	cli      *client.Client
 	cliAddrs []string
 	cliMu    sync.RWMutex // calls hold it shared; swapping the client holds it
@@ -225,7 +227,7 @@ func (c *Collector) useClient(addrs []string) {
 	cfg.Backoff = 100 * time.Millisecond
 	cfg.MaxBackoff = time.Second
 	cfg.ConstLabels = map[string]string{"gen": strconv.Itoa(c.cliGen)}
-	cli, err := client.New(cfg, protocolCounter{Logger: hclog.NewNullLogger(), n: &c.n.protocolErrs}, c.reg)
+	cli, err := client.New(cfg, clientLog{Logger: hclog.NewNullLogger(), n: &c.n.protocolErrs, note: c.noteCause}, c.reg)
 	if err != nil {
 		c.log("client with %v: %v", addrs, err)
 		return
@@ -331,6 +333,30 @@ func (c *Collector) noteErr(via string, err error) {
 		c.errEx[key] = err.Error()
 	}
 	c.mu.Unlock()
+}
+
+// noteCause keeps the first few worker failures the Go client logged
+// (each one behind a retry or a failed call), with the time and worker.
+func (c *Collector) noteCause(addr string, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nCauses++
+	if len(c.causes) < 5 {
+		c.causes = append(c.causes, fmt.Sprintf("%s %s: %v", time.Now().Format("15:04:05.000"), addr, err))
+	}
+}
+
+// TakeCauses returns the Go client's worker failures noted since the last
+// call: the first few in full, and how many there were.
+func (c *Collector) TakeCauses() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.causes
+	if c.nCauses > len(out) {
+		out = append(out, fmt.Sprintf("and %d more", c.nCauses-len(out)))
+	}
+	c.causes, c.nCauses = nil, 0
+	return out
 }
 
 // TakeErrors returns the errors noted since the last call, by kind, and one

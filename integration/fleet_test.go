@@ -150,6 +150,7 @@ func (s *suite) run(t testing.TB, sc scenario) row {
 	e.fleet(sc.workers)
 	e.sleep(time.Second)
 	col.TakeErrors()
+	col.TakeCauses()
 	before := col.snap()
 	mark := mon.Mark()
 	res := sc.run(e)
@@ -195,7 +196,11 @@ func (s *suite) run(t testing.TB, sc scenario) row {
 	for _, p := range v.Problems {
 		t.Errorf("invariant: %s", p)
 	}
-	for _, p := range clientProblems(d, r.Protocol, sc.retries) {
+	causes := col.TakeCauses()
+	if len(causes) > 0 {
+		t.Logf("the Go client's worker failures: %s", strings.Join(causes, "; "))
+	}
+	for _, p := range clientProblems(d, r.Protocol, sc.retries, causes) {
 		t.Errorf("go client: %s", p)
 	}
 	problems, rounds, zkRounds := mon.Since(mark)
