@@ -297,6 +297,7 @@ func crashTakenOver(e env) result {
 	s := e.status(w)
 	p, standby := e.standbyFor(3)
 	since := e.shortened(w)
+	e.polledSince(w.ID, s.LeaseNode, since)
 	fault := time.Now()
 	e.docker("kill", "-s", "KILL", w.ID)
 	took := e.waitFor(sessionTimeout+standbyHorizon+15*time.Second, "another container takes the crashed worker's slot", func() bool {
