@@ -472,6 +472,15 @@ func clockBehindRestart(e env) result {
 	if s.SkewMs < 4000 {
 		e.t.Errorf("skew_ms %d with the clock set %v: the offset did not take effect", s.SkewMs, offset)
 	}
+	switch {
+	case oldHi == 0:
+		e.t.Errorf("%s served no ID on %s before the kill: nothing to hold the reservation to", w.Short(), slot)
+	case reserved < oldHi:
+		e.t.Errorf("%s's reservation %d after the kill lies below its last ms %d", slot, reserved, oldHi)
+	}
+	if s.FloorMs < reserved {
+		e.t.Errorf("the restarted worker's floor %d on %s lies below the reservation %d it found", s.FloorMs, slot, reserved)
+	}
 	all := e.col.ContainerIDs(w.ID)
 	newLo, _, newN := slotRange(all[len(beforeKill):], slot)
 	if newN == 0 {
@@ -483,7 +492,7 @@ func clockBehindRestart(e env) result {
 	p.Release()
 	sb.Release()
 	return result{want: 3, fault: fault, back: back, outage: -offset,
-		note: fmt.Sprintf("%s back on %s with its clock %v (skew_ms %d): floor %d = reservation %d ≥ last ms before the kill %d; first ms after %d (%d IDs)",
+		note: fmt.Sprintf("%s back on %s with its clock %v (skew_ms %d): floor %d ≥ reservation %d ≥ last ms before the kill %d; first ms after %d (%d IDs)",
 			w.Short(), slot, offset, s.SkewMs, s.FloorMs, reserved, oldHi, newLo, newN)}
 }
 
