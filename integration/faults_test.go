@@ -263,6 +263,9 @@ func sigtermZKDown(e env) result {
 	rec := e.slotRecord(s.Slot)
 	ceiling := e.mon.MaxCeiling(w.ID, s.LeaseNode)
 	_, hi, n := slotRange(e.col.ContainerIDs(w.ID), s.Slot)
+	if n == 0 || ceiling == 0 {
+		e.t.Errorf("%s served %d IDs on %s, polled ceiling %d: nothing to hold the kept reservation to", w.Short(), n, s.Slot, ceiling)
+	}
 	if rec.ReservedUntilMs < ceiling || rec.ReservedUntilMs < hi {
 		e.t.Errorf("slot %s stored reservation %d below the stopped worker's ceiling %d or its last ID's ms %d", s.Slot, rec.ReservedUntilMs, ceiling, hi)
 	}
