@@ -222,13 +222,13 @@ func TestGoClientPathCatchesBadBatch(t *testing.T) {
 	if len(causes) == 0 || !strings.Contains(causes[0], badAddr) {
 		t.Errorf("the retries' causes do not name the bad worker %s first: %q", badAddr, causes)
 	}
-	if p := clientProblems(d, proto, "a worker stops", nil); len(p) == 0 {
+	if p := clientProblems(d, proto, "a worker stops"); len(p) == 0 {
 		t.Errorf("clientProblems let %d protocol errors pass", proto)
 	}
-	if p := clientProblems(clientMetrics{retries: 3}, 0, "", nil); len(p) == 0 {
+	if p := clientProblems(clientMetrics{retries: 3}, 0, ""); len(p) == 0 {
 		t.Error("clientProblems let unexplained retries pass")
 	}
-	if p := clientProblems(clientMetrics{retries: 3}, 0, "explained", nil); len(p) != 0 {
+	if p := clientProblems(clientMetrics{retries: 3}, 0, "explained"); len(p) != 0 {
 		t.Errorf("clientProblems flagged explained retries: %v", p)
 	}
 }

@@ -5,7 +5,6 @@ package integration
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
@@ -69,8 +68,7 @@ func (c *Collector) clientMetrics() clientMetrics {
 // not have: any reply breaking the protocol (a worker that repeats or
 // reorders IDs inside a batch: the client drops it and retries elsewhere,
 // so no call fails), and retries, unless the scenario explains them.
-// causes are the failures behind the retries, as the client logged them.
-func clientProblems(d clientMetrics, protocol int64, retriesExplained string, causes []string) []string {
+func clientProblems(d clientMetrics, protocol int64, retriesExplained string) []string {
 	var p []string
 	if protocol > 0 {
 		p = append(p, fmt.Sprintf("the Go client rejected %d replies as breaking the protocol (retried elsewhere, so no call failed)", protocol))
@@ -79,8 +77,8 @@ func clientProblems(d clientMetrics, protocol int64, retriesExplained string, ca
 		p = append(p, fmt.Sprintf("the Go client got %.0f error replies (-ERR) it does not retry", d.errReply))
 	}
 	if retriesExplained == "" && d.retries > 0 {
-		p = append(p, fmt.Sprintf("the Go client retried %.0f requests (nolease %.0f, clockback %.0f, broken %.0f) in a scenario where no worker stops serving; the failures: %s",
-			d.retries, d.noLease, d.clockBack, d.broken, strings.Join(causes, "; ")))
+		p = append(p, fmt.Sprintf("the Go client retried %.0f requests (nolease %.0f, clockback %.0f, broken %.0f) in a scenario where no worker stops serving (the failures behind them are logged above)",
+			d.retries, d.noLease, d.clockBack, d.broken))
 	}
 	return p
 }
@@ -111,9 +109,7 @@ func (p clientLog) see(args []any) {
 		if errors.As(err, &pe) {
 			p.n.Add(1)
 		}
-		if p.note != nil {
-			p.note(addr, err)
-		}
+		p.note(addr, err)
 	}
 }
 

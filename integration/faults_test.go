@@ -261,7 +261,7 @@ func sigtermZKDown(e env) result {
 	e.must(e.st.WaitZK(e.ctx, 90*time.Second), "quorum after the restart")
 	quorum := time.Since(fault)
 	rec := e.slotRecord(s.Slot)
-	ceiling := e.mon.MaxCeiling(w.ID, s.LeaseNode)
+	ceiling := e.mon.MaxCeiling(w.ID, s.LeaseNode, time.Time{})
 	_, hi, n := slotRange(e.col.ContainerIDs(w.ID), s.Slot)
 	if n == 0 || ceiling == 0 {
 		e.t.Errorf("%s served %d IDs on %s, polled ceiling %d: nothing to hold the kept reservation to", w.Short(), n, s.Slot, ceiling)

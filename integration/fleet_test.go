@@ -200,7 +200,7 @@ func (s *suite) run(t testing.TB, sc scenario) row {
 	if len(causes) > 0 {
 		t.Logf("the Go client's worker failures: %s", strings.Join(causes, "; "))
 	}
-	for _, p := range clientProblems(d, r.Protocol, sc.retries, causes) {
+	for _, p := range clientProblems(d, r.Protocol, sc.retries) {
 		t.Errorf("go client: %s", p)
 	}
 	problems, rounds, zkRounds := mon.Since(mark)

@@ -128,12 +128,12 @@ func (e env) shortened(ws ...Container) time.Time {
 
 // ceilingSince is the highest ceiling a container reported under one lease
 // node in the polls sent after since: its confirmed ceiling once it was
-// shortened (MaxCeiling would give the full horizon it had before). With
+// shortened (all its polls would give the full horizon it had before). With
 // no such poll every comparison against it would pass, so that fails the
 // scenario.
 func (e env) ceilingSince(id, lease string, since time.Time) int64 {
 	e.t.Helper()
-	c := e.mon.ceilingSince(id, lease, since)
+	c := e.mon.MaxCeiling(id, lease, since)
 	if c == 0 {
 		e.t.Errorf("no poll of %s's /status under lease %s after %s: nothing to hold its successor or its IDs to",
 			id[:min(12, len(id))], lease, since.Format("15:04:05.000"))
@@ -147,6 +147,6 @@ func (e env) ceilingSince(id, lease string, since time.Time) int64 {
 func (e env) polledSince(id, lease string, since time.Time) {
 	e.t.Helper()
 	e.waitFor(5*time.Second, "a poll of the worker's ceiling before the fault", func() bool {
-		return e.mon.ceilingSince(id, lease, since) > 0
+		return e.mon.MaxCeiling(id, lease, since) > 0
 	})
 }

@@ -222,20 +222,6 @@ func (m *Monitor) Since(k monitorMark) (problems []string, rounds, zkRounds int)
 	return slices.Clone(m.problems[k.problems:]), m.rounds - k.rounds, m.zkRounds - k.zkRounds
 }
 
-// ceilingSince is the highest ceiling a container reported under one lease
-// node in the polls sent after since, 0 if there was none.
-func (m *Monitor) ceilingSince(id, lease string, since time.Time) int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var c int64
-	for _, s := range m.samples[id] {
-		if s.LeaseNode == lease && !s.at.Before(since) {
-			c = max(c, s.CeilingMs)
-		}
-	}
-	return c
-}
-
 // Samples is a copy of every poll so far, by container ID.
 func (m *Monitor) Samples() map[string][]sample {
 	m.mu.Lock()
@@ -258,13 +244,15 @@ func (m *Monitor) Last(id string) (sample, bool) {
 	return ss[len(ss)-1], true
 }
 
-// MaxCeiling is the highest ceiling a container reported under one lease node.
-func (m *Monitor) MaxCeiling(id, lease string) int64 {
+// MaxCeiling is the highest ceiling a container reported under one lease
+// node in the polls sent at or after since (the zero time: every poll), 0
+// if there was none.
+func (m *Monitor) MaxCeiling(id, lease string, since time.Time) int64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var c int64
 	for _, s := range m.samples[id] {
-		if s.LeaseNode == lease {
+		if s.LeaseNode == lease && !s.at.Before(since) {
 			c = max(c, s.CeilingMs)
 		}
 	}

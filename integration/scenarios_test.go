@@ -254,7 +254,7 @@ func zombieWakesEarly(e env) result {
 	})
 	e.docker("unpause", z.ID)
 	woke := time.Now()
-	ceiling := e.mon.MaxCeiling(z.ID, zs.LeaseNode)
+	ceiling := e.mon.MaxCeiling(z.ID, zs.LeaseNode, time.Time{})
 	ahead := ceiling - woke.UnixMilli()
 	if ahead < 1000 {
 		e.t.Errorf("the zombie woke %d ms before its ceiling %d: the early-wake window was not exercised", ahead, ceiling)
