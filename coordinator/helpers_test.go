@@ -298,7 +298,8 @@ func makeRoot(t testing.TB, obs *zk.Conn, root string, acl []zk.ACL) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := createSlotNodes(obs, root, acl, nil, SlotRecord{}); err != nil {
+	now := time.Now().UnixMilli()
+	if _, err := createSlotNodes(obs, root, acl, nil, SlotRecord{ReservedUntilMs: now, UpdatedMs: now}); err != nil {
 		t.Fatal(err)
 	}
 }

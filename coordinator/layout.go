@@ -219,15 +219,35 @@ func encodeSlot(r SlotRecord) []byte {
 	return b
 }
 
+// errNoReservation: a slot node decodes but carries no valid reservation
+// (empty data, {}, null, no reserved_until_ms, or one before the ID epoch).
+// An empty node is the natural hand "fix" of a missing one in zkCli; read as
+// floor 0 it would let a successor repeat its predecessor's IDs, so it is
+// damage, like a node that does not decode.
+var errNoReservation = errors.New("slot node carries no valid reservation")
+
+// decodeSlot reads a slot node's JSON. A record without a valid
+// reservation is an error wrapping errNoReservation: never floor 0.
 func decodeSlot(b []byte) (SlotRecord, error) {
-	var d slotData
 	if len(strings.TrimSpace(string(b))) == 0 {
-		return SlotRecord{}, nil
+		return SlotRecord{}, fmt.Errorf("%w: the node is empty (made by hand?)", errNoReservation)
+	}
+	var d struct {
+		slotData
+		// Reserved tells a missing reserved_until_ms from a zero one.
+		Reserved *int64 `json:"reserved_until_ms"`
 	}
 	if err := json.Unmarshal(b, &d); err != nil {
 		return SlotRecord{}, fmt.Errorf("decode slot node: %w", err)
 	}
-	return SlotRecord{ReservedUntilMs: d.ReservedUntilMs, LastMs: d.LastMs, Holder: d.Holder, UpdatedMs: d.UpdatedMs}, nil
+	switch {
+	case d.Reserved == nil:
+		return SlotRecord{}, fmt.Errorf("%w: no reserved_until_ms in %.40q", errNoReservation, b)
+	case *d.Reserved < snowflake.MinUnixMs || *d.Reserved > snowflake.MaxUnixMs:
+		return SlotRecord{}, fmt.Errorf("%w: reserved_until_ms %d is outside the ID's range %d..%d",
+			errNoReservation, *d.Reserved, snowflake.MinUnixMs, snowflake.MaxUnixMs)
+	}
+	return SlotRecord{ReservedUntilMs: *d.Reserved, LastMs: d.LastMs, Holder: d.Holder, UpdatedMs: d.UpdatedMs}, nil
 }
 
 func encodeLease(d leaseData) []byte {
