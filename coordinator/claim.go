@@ -39,8 +39,10 @@ type lease struct {
 }
 
 // claim returns a won lease node with a confirmed reservation, standing by
-// while every slot is held. It returns an error only when ctx ends or for a
-// fault retrying cannot fix.
+// while every slot is held. It returns an error when ctx ends, for a fault
+// retrying cannot fix, or wrapping ErrDamaged when the tree is missing a
+// node (the root may have been made again, with other ranges or bounds:
+// Run reads it again before claiming).
 func (s *session) claim(ctx context.Context) (*lease, error) {
 	c := s.c
 	start := time.Now()
@@ -63,9 +65,7 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 				}
 				if errors.Is(err, zk.ErrNoNode) {
 					if derr := s.checkTree(ctx); errors.Is(derr, ErrDamaged) {
-						c.treeMissing(derr)
-						sleep(ctx, damagedRecheck)
-						continue
+						return nil, derr // Run reads the root again
 					}
 				}
 				c.log.Debug("cannot list leases; retrying", "error", err)
@@ -119,10 +119,8 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 		}
 		ok, err := s.reserve(ctx, l)
 		if errors.Is(err, ErrDamaged) {
-			c.treeMissing(err)
-			sleep(ctx, damagedRecheck)
-			fresh = false
-			continue
+			s.deleteLease(ctx, l)
+			return nil, err // Run reads the root again
 		}
 		if err != nil {
 			s.deleteLease(ctx, l)

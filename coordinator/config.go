@@ -88,8 +88,6 @@ type Config struct {
 	// slots, when set (by tests in this package), limits the candidate
 	// slots, so that a successor must take a given slot.
 	slots []snowflake.Slot
-	// fillWait, when set (by tests in this package), replaces rootFillWait.
-	fillWait time.Duration
 }
 
 // DefaultConfig: session timeout 6s, renew 1s, horizon 40s (a ZooKeeper

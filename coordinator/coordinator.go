@@ -204,7 +204,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}
 	}
 	s := &session{c: c, conn: conn}
-	if err := s.ensureRoot(ctx); err != nil {
+	if err := s.checkRoot(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -212,6 +212,12 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	for ctx.Err() == nil {
 		l, err := s.claim(ctx)
+		if errors.Is(err, ErrDamaged) {
+			s.c.treeMissing(err)
+			if err = s.checkRoot(ctx); err == nil {
+				continue
+			}
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

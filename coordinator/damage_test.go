@@ -75,82 +75,6 @@ func rootLayout(t testing.TB, conn *zk.Conn, root string) string {
 	return info.Layout
 }
 
-// The first worker on an empty path makes the root with every one of the
-// 1,024 slot nodes, reserved to its clock, and names layout v2 only then.
-func TestRootHasEverySlotNode(t *testing.T) {
-	zs := startZK(t)
-	before := time.Now().UnixMilli()
-	w := startWorker(t, "w", testConfig(zs.Addr()), newRecorder())
-	w.waitReady(10 * time.Second)
-	obs := observer(t, zs.Addr())
-	if l := rootLayout(t, obs, "/snowflake"); l != Layout {
-		t.Fatalf("root layout %q, want %q", l, Layout)
-	}
-	names, _, err := obs.Children(SlotsPath("/snowflake"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(names) != snowflake.Slots {
-		t.Fatalf("%d slot nodes, want %d", len(names), snowflake.Slots)
-	}
-	held, _ := snowflake.ParseSlot(w.c.Status().Slot)
-	other := snowflake.SlotAt((held.Index() + 1) % snowflake.Slots)
-	r, ok := readSlot(t, obs, "/snowflake", other)
-	if !ok || r.Holder != "" || r.ReservedUntilMs < before || r.ReservedUntilMs > time.Now().UnixMilli() {
-		t.Fatalf("unused slot %s: %+v, want no holder and a reservation at the creator's clock", other, r)
-	}
-}
-
-// A v1 root (slot nodes made at first use) is upgraded by the first v2
-// worker: every missing slot node is made, reserved a horizon past its
-// clock (a missing node may have been deleted by hand), the existing ones
-// are left as they were, and the layout becomes v2.
-func TestV1RootUpgraded(t *testing.T) {
-	zs := startZK(t)
-	obs := observer(t, zs.Addr())
-	acl := zk.WorldACL(zk.PermAll)
-	info := encodeRoot(rootInfo(LayoutV1, time.Now()))
-	for _, p := range []string{"/snowflake", LeasesPath("/snowflake"), SlotsPath("/snowflake")} {
-		data := []byte(nil)
-		if p == "/snowflake" {
-			data = info
-		}
-		if _, err := obs.Create(p, data, 0, acl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	used := snowflake.Slot{Datacenter: 1, Machine: 1}
-	old := encodeSlot(SlotRecord{ReservedUntilMs: time.Now().UnixMilli() - 60_000, LastMs: time.Now().UnixMilli() - 61_000, Holder: "old"})
-	if _, err := obs.Create(SlotPath("/snowflake", used), old, 0, acl); err != nil {
-		t.Fatal(err)
-	}
-	cfg := pinned(testConfig(zs.Addr()), testSlot)
-	cfg.fillWait = 100 * time.Millisecond // the root was written just now, by hand
-	rec := newRecorder()
-	start := time.Now().UnixMilli()
-	w := startWorker(t, "w", cfg, rec)
-	w.waitReady(10 * time.Second)
-	if l := rootLayout(t, obs, "/snowflake"); l != Layout {
-		t.Fatalf("root layout %q after the upgrade, want %q", l, Layout)
-	}
-	names, _, _ := obs.Children(SlotsPath("/snowflake"))
-	if len(names) != snowflake.Slots {
-		t.Fatalf("%d slot nodes after the upgrade, want %d", len(names), snowflake.Slots)
-	}
-	data, st, _ := obs.Get(SlotPath("/snowflake", used))
-	if string(data) != string(old) || st.Version != 0 {
-		t.Fatalf("existing slot node rewritten by the upgrade: version %d %s", st.Version, data)
-	}
-	r, _ := readSlot(t, obs, "/snowflake", snowflake.Slot{Datacenter: 30, Machine: 30})
-	if r.ReservedUntilMs < start+cfg.Horizon.Milliseconds() {
-		t.Fatalf("made slot node reserved until %d, want at least a horizon past the upgrade (%d)", r.ReservedUntilMs, start+cfg.Horizon.Milliseconds())
-	}
-	time.Sleep(100 * time.Millisecond)
-	if hs := rec.holdings(testSlot); len(hs) != 1 || hs[0].min <= start+cfg.Horizon.Milliseconds() {
-		t.Fatalf("holdings %+v: the first holder of an upgraded slot must start a horizon past the upgrade", hs)
-	}
-}
-
 // A held slot's node is deleted by hand, then its holder is killed: the
 // successor, whose clock is behind the old holder's last timestamp, refuses
 // the slot (error log, metric) instead of starting it at floor 0; after
@@ -204,8 +128,10 @@ func TestSlotNodeDeletedWhileHeld(t *testing.T) {
 	c.Stop()
 
 	// The operator repairs it a horizon past now (cmd/snowflakectl/README.md).
-	res, err := RepairSlots(context.Background(), obs, "/snowflake", zk.WorldACL(zk.PermAll),
-		[]snowflake.Slot{testSlot}, time.Now().Add(cfgA.Horizon).UnixMilli())
+	// The test's holders reserve only cfgA.Horizon ahead: a short
+	// reservation, stated as such.
+	res, err := RepairSlots(context.Background(), obs, RepairConfig{Root: "/snowflake", ACL: zk.WorldACL(zk.PermAll),
+		Slots: []snowflake.Slot{testSlot}, ReservedUntilMs: time.Now().Add(cfgA.Horizon).UnixMilli(), AllowLow: true})
 	if err != nil || len(res.Made) != 1 {
 		t.Fatalf("repair: %+v %v", res, err)
 	}
@@ -260,8 +186,8 @@ func TestSlotsTreeDeletedWhileServing(t *testing.T) {
 	for i := range all {
 		all[i] = snowflake.SlotAt(i)
 	}
-	res, err := RepairSlots(context.Background(), obs, "/snowflake", zk.WorldACL(zk.PermAll), all,
-		time.Now().Add(testConfig().Horizon).UnixMilli())
+	res, err := RepairSlots(context.Background(), obs, RepairConfig{Root: "/snowflake", ACL: zk.WorldACL(zk.PermAll), Slots: all,
+		ReservedUntilMs: time.Now().Add(testConfig().Horizon).UnixMilli(), AllowLow: true})
 	if err != nil || len(res.Made) != snowflake.Slots || len(res.MadeTree) != 1 {
 		t.Fatalf("repair: made %d, tree %v, %v", len(res.Made), res.MadeTree, err)
 	}
@@ -276,8 +202,7 @@ func TestSlotsTreeDeletedWhileServing(t *testing.T) {
 }
 
 // The root is deleted while a worker serves: it stops, counts it, and does
-// not re-create the root (a worker re-creates only a root absent when it
-// starts).
+// not re-create the root (workers never make one).
 func TestRootDeletedWhileServing(t *testing.T) {
 	zs := startZK(t)
 	reg := prometheus.NewRegistry()

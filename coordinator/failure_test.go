@@ -31,9 +31,13 @@ func TestTwoHundredClaimers(t *testing.T) {
 	rec.pace = 20 * time.Millisecond
 	ws := make([]*worker, 200)
 	var wg sync.WaitGroup
+	initFleet(t, cfg) // once: 200 inits at once would pass ZooKeeper's connection cap
 	for i := range ws {
 		wg.Add(1)
-		go func() { defer wg.Done(); ws[i] = startWorker(t, "w"+itoa(i), cfg, rec) }()
+		go func() {
+			defer wg.Done()
+			ws[i] = startWorkerBare(t, "w"+itoa(i), cfg, rec, nil, testLogger(t, "w"+itoa(i)))
+		}()
 	}
 	wg.Wait()
 	t.Cleanup(func() { stopAll(ws) })

@@ -239,18 +239,3 @@ func (s *session) checkScope(ctx context.Context, info RootInfo) error {
 	return nil
 }
 
-// checkNoFleets is called before a worker makes its absent root, which
-// would own all 32 datacenters: any other fleet of the ensemble overlaps it.
-func (s *session) checkNoFleets(ctx context.Context) error {
-	res, err := s.scan(ctx)
-	if err != nil {
-		return err
-	}
-	for _, f := range res.Fleets {
-		if f.Root != s.c.cfg.Root {
-			return fmt.Errorf("%w: root %s does not exist, and a root a worker makes owns all %d datacenters, overlapping root %s (%s) in the same ensemble; make it with snowflakectl init --datacenters",
-				ErrFleetOverlap, s.c.cfg.Root, AllDatacenters.Len(), f.Root, fleetRanges(f))
-		}
-	}
-	return nil
-}

@@ -74,8 +74,45 @@ func startWorkerWith(t testing.TB, name string, cfg Config, rec *recorder, reg p
 	return startWorkerLogged(t, name, cfg, rec, reg, testLogger(t, name))
 }
 
-// startWorkerLogged is startWorkerWith logging to log.
+// startWorkerLogged is startWorkerWith logging to log. Workers never make
+// their root: a root that does not exist yet is made first, as
+// snowflakectl init --new-fleet does (startWorkerBare does not).
 func startWorkerLogged(t testing.TB, name string, cfg Config, rec *recorder, reg prometheus.Registerer, log hclog.Logger) *worker {
+	t.Helper()
+	initFleet(t, cfg)
+	return startWorkerBare(t, name, cfg, rec, reg, log)
+}
+
+// initFleet makes cfg.Root owning every datacenter as a new fleet, unless
+// a root is there already (whatever it holds: the test may be about it).
+func initFleet(t testing.TB, cfg Config) {
+	t.Helper()
+	conn, err := DialTLS(cfg.Servers, cfg.Auth, cfg.TLS, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ok bool
+	if err := callCtx(ctx, func() (err error) { ok, _, err = conn.Exists(cfg.Root); return }); err != nil {
+		t.Fatalf("init %s: %v", cfg.Root, err)
+	}
+	if ok {
+		return
+	}
+	ic := DefaultInitConfig()
+	ic.Root, ic.ACL, ic.NewFleet, ic.ScanLimit = cfg.Root, ACL(cfg.Auth), true, cfg.ScanLimit
+	// Generous bounds: a new fleet does not pay for them, and the test's
+	// later workers may run with a wider MaxSkew or Horizon.
+	ic.MaxHorizon, ic.MaxSkew = max(cfg.Horizon, DefaultMaxHorizon), 24*time.Hour
+	if _, err := InitRoot(ctx, conn, ic); err != nil {
+		t.Fatalf("init %s: %v", cfg.Root, err)
+	}
+}
+
+// startWorkerBare is startWorkerLogged without making the root.
+func startWorkerBare(t testing.TB, name string, cfg Config, rec *recorder, reg prometheus.Registerer, log hclog.Logger) *worker {
 	t.Helper()
 	c, err := New(cfg, log, reg)
 	if err != nil {

@@ -2,129 +2,214 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // ErrRootExists: InitRoot found the root made already, with other ranges.
 var ErrRootExists = errors.New("root exists")
 
+// InitConfig is what InitRoot makes.
+type InitConfig struct {
+	// Root is the fleet's root znode.
+	Root string
+	// ACL is given to every node made.
+	ACL []zk.ACL
+	// Owned are the datacenters the fleet owns (never empty).
+	Owned DCSet
+	// ScanLimit bounds the scan for the ensemble's other fleets.
+	ScanLimit int
+	// MaxHorizon and MaxSkew are the bound the root records on its
+	// workers' Horizon and MaxSkew; workers above it are refused.
+	MaxHorizon, MaxSkew time.Duration
+	// NewFleet is the operator's statement that no worker has ever served
+	// under this root on any ensemble: the slot nodes are reserved to
+	// ZooKeeper's time of the make rather than MaxHorizon + MaxSkew past
+	// it, so the first IDs come at once.
+	NewFleet bool
+}
+
+// DefaultInitConfig: root /snowflake owning all 32 datacenters, the
+// default bounds, not a new fleet.
+func DefaultInitConfig() InitConfig {
+	return InitConfig{Root: DefaultRoot, ACL: zk.WorldACL(zk.PermAll), Owned: AllDatacenters, ScanLimit: DefaultScanLimit,
+		MaxHorizon: DefaultMaxHorizon, MaxSkew: DefaultMaxSkew}
+}
+
+// Validate names the first field out of range.
+func (c InitConfig) Validate() error {
+	bad := func(field string, value any, reason string) error {
+		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
+	}
+	switch {
+	case !ValidRoot(c.Root):
+		return bad("Root", c.Root, "is not an absolute znode path such as /snowflake (not /, no trailing /)")
+	case c.Owned == 0:
+		return bad("Owned", c.Owned.String(), "is empty: a fleet must own at least one datacenter")
+	case c.ScanLimit < 1:
+		return bad("ScanLimit", c.ScanLimit, "must be at least 1")
+	case c.MaxHorizon <= 0 || c.MaxHorizon > 24*time.Hour:
+		return bad("MaxHorizon", c.MaxHorizon, "is out of range (0, 24h]")
+	case c.MaxSkew <= 0 || c.MaxSkew > 24*time.Hour:
+		return bad("MaxSkew", c.MaxSkew, "is out of range (0, 24h]")
+	}
+	return nil
+}
+
 // InitResult is what InitRoot did.
 type InitResult struct {
-	// Made is false when the root existed already with the same ranges.
+	// Made is false when the root existed already, finished, with the same
+	// ranges.
 	Made bool
+	// Finished is true when the root existed half made (init stopped before
+	// it had made every slot node) and this call finished it.
+	Finished bool
 	// Layout is the root's layout.
 	Layout string
+	// ReservedUntilMs is the reservation the slot nodes made were given:
+	// the first IDs are above it.
+	ReservedUntilMs int64
 	// Scan is the ensemble as found before making the root.
 	Scan Scan
 }
 
-// InitRoot makes a fleet's root owning the datacenters owned, as a worker
-// makes an absent root (the root and its two children in one Multi, then
-// all 1,024 slot nodes reserved to our clock, then the final layout), but
-// only after scanning the ensemble for other fleets (ScanFleets, at most
-// scanLimit nodes) and refusing one that overlaps (ErrFleetOverlap). A root
-// that owns all 32 datacenters is written as a v2 root, any other as v3.
-// A root that exists with the same ranges is left alone (Made false);
-// with others it is ErrRootExists. It is snowflakectl init.
-func InitRoot(ctx context.Context, conn *zk.Conn, root string, acl []zk.ACL, owned DCSet, scanLimit int) (InitResult, error) {
-	if !ValidRoot(root) {
-		return InitResult{}, fmt.Errorf("init: root %q is not an absolute znode path", root)
+// InitRoot makes a fleet's root owning cfg.Owned: the root (as
+// LayoutFilling) and its two children in one Multi, then all 1,024 slot
+// nodes, then the final layout, after scanning the ensemble for other
+// fleets and refusing one that overlaps (ErrFleetOverlap). It is the only
+// maker of a root (snowflakectl init); workers never make one.
+//
+// The slot nodes are reserved past anything an earlier incarnation of the
+// root (on an ensemble that lost its data, say) could still issue: to
+// ZooKeeper's time of the make plus cfg.MaxHorizon + cfg.MaxSkew, unless
+// cfg.NewFleet. A root that exists finished with the same ranges is left
+// alone (Made false); with others it is ErrRootExists; one left filling is
+// finished.
+func InitRoot(ctx context.Context, conn *zk.Conn, cfg InitConfig) (InitResult, error) {
+	if err := cfg.Validate(); err != nil {
+		return InitResult{}, fmt.Errorf("init: %w", err)
 	}
-	if owned == 0 {
-		return InitResult{}, fmt.Errorf("init: %w: a fleet must own at least one datacenter", ErrBadRanges)
-	}
-	type result struct {
-		res InitResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := initRoot(conn, root, acl, owned, scanLimit)
-		done <- result{res, err}
-	}()
+	var res InitResult
+	err := callCtx(ctx, func() (err error) { res, err = initRoot(conn, cfg); return })
+	return res, err
+}
+
+// callCtx runs f, a go-zookeeper call (which has no timeout of its own),
+// returning early when ctx ends.
+func callCtx(ctx context.Context, f func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
 	select {
-	case r := <-done:
-		return r.res, r.err
+	case err := <-done:
+		return err
 	case <-ctx.Done():
-		return InitResult{}, fmt.Errorf("init: %w", ctx.Err())
+		return fmt.Errorf("init: %w", ctx.Err())
 	}
 }
 
-func initRoot(conn *zk.Conn, root string, acl []zk.ACL, owned DCSet, scanLimit int) (InitResult, error) {
+// initRoot is tryInitRoot, run again when another init made the root or
+// finished it meanwhile (two inits racing): the second then finds it made.
+func initRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := tryInitRoot(conn, cfg)
+		if attempt < 3 && (errors.Is(err, zk.ErrNodeExists) || errors.Is(err, zk.ErrBadVersion)) {
+			continue
+		}
+		return res, err
+	}
+}
+
+func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	var res InitResult
+	root := cfg.Root
 	data, st, err := conn.Get(root)
 	exists := err == nil
 	switch {
 	case err == nil && len(strings.TrimSpace(string(data))) > 0:
-		var info RootInfo
-		if err := json.Unmarshal(data, &info); err != nil {
-			return res, fmt.Errorf("init: %w: root %s holds no layout JSON (%v)", ErrLayoutMismatch, root, err)
-		}
-		if err := info.Compatible(); err != nil {
-			return res, fmt.Errorf("init: root %s: %w", root, err)
+		info, err := decodeRoot(root, data)
+		if err != nil {
+			return res, fmt.Errorf("init: %w", err)
 		}
 		have, _ := info.Owned()
 		res.Layout = info.Layout
-		if have != owned {
-			return res, fmt.Errorf("init: %w: root %s owns datacenters %s, not %s; ranges are not changed in place", ErrRootExists, root, have, owned)
+		if have != cfg.Owned {
+			return res, fmt.Errorf("init: %w: root %s owns datacenters %s, not %s; ranges are not changed in place", ErrRootExists, root, have, cfg.Owned)
 		}
-		return res, nil
+		if !info.filling() {
+			return res, nil
+		}
+		res.Finished = true
+		return res, fillRoot(conn, cfg, info, st, &res)
 	case err != nil && !errors.Is(err, zk.ErrNoNode):
 		return res, fmt.Errorf("init: read root %s: %w", root, err)
 	case exists && st.NumChildren > 0:
 		return res, fmt.Errorf("init: %w: root %s has children but no layout JSON: not made by snowfleet", ErrLayoutMismatch, root)
 	}
-	res.Scan, err = ScanFleets(conn, scanLimit)
+	res.Scan, err = ScanFleets(conn, cfg.ScanLimit)
 	if err != nil {
 		return res, fmt.Errorf("init: %w", err)
 	}
-	if err := CheckScope(root, owned, res.Scan); err != nil {
+	if err := CheckScope(root, cfg.Owned, res.Scan); err != nil {
 		return res, fmt.Errorf("init: %w", err)
 	}
-	partial := rootInfo(LayoutV1, time.Now())
-	if owned != AllDatacenters {
-		partial.Layout, partial.Datacenters = LayoutV3Partial, owned.String()
-	}
+	info := rootInfo(LayoutFilling, time.Now())
+	info.Datacenters = cfg.Owned.String()
+	info.MaxHorizonMs, info.MaxSkewMs = cfg.MaxHorizon.Milliseconds(), cfg.MaxSkew.Milliseconds()
 	parts := strings.Split(strings.Trim(root, "/"), "/")
 	for i := 1; i < len(parts); i++ {
-		if _, err := conn.Create("/"+strings.Join(parts[:i], "/"), nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := conn.Create("/"+strings.Join(parts[:i], "/"), nil, 0, cfg.ACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return res, fmt.Errorf("init: create %s: %w", "/"+strings.Join(parts[:i], "/"), err)
 		}
 	}
-	var first any = &zk.CreateRequest{Path: root, Data: encodeRoot(partial), Acl: acl}
-	version := int32(0)
+	var first any = &zk.CreateRequest{Path: root, Data: encodeRoot(info), Acl: cfg.ACL}
 	if exists { // an empty root (made to set its ACL first) counts as absent
-		first = &zk.SetDataRequest{Path: root, Data: encodeRoot(partial), Version: st.Version}
-		version = st.Version + 1
+		first = &zk.SetDataRequest{Path: root, Data: encodeRoot(info), Version: st.Version}
 	}
-	if _, err := conn.Multi(first, &zk.CreateRequest{Path: LeasesPath(root), Acl: acl},
-		&zk.CreateRequest{Path: SlotsPath(root), Acl: acl}); err != nil {
+	if _, err := conn.Multi(first, &zk.CreateRequest{Path: LeasesPath(root), Acl: cfg.ACL},
+		&zk.CreateRequest{Path: SlotsPath(root), Acl: cfg.ACL}); err != nil {
 		return res, fmt.Errorf("init: create root %s: %w", root, err)
 	}
-	now := time.Now().UnixMilli()
-	if _, err := createSlotNodes(conn, root, acl, nil, SlotRecord{ReservedUntilMs: now, UpdatedMs: now}); err != nil {
-		return res, fmt.Errorf("init: make the slot nodes of root %s: %w", root, err)
+	if _, st, err = conn.Get(root); err != nil {
+		return res, fmt.Errorf("init: read root %s after making it: %w", root, err)
 	}
-	final := partial
-	final.Layout = partial.finished()
-	if _, err := conn.Set(root, encodeRoot(final), version); err != nil {
-		return res, fmt.Errorf("init: write layout %s into root %s: %w", final.Layout, root, err)
+	if err := fillRoot(conn, cfg, info, st, &res); err != nil {
+		return res, err
 	}
-	res.Made, res.Layout = true, final.Layout
 	// Two inits racing in one ensemble both pass the scan above; the
 	// second look finds the pair (and their workers refuse to start).
-	again, err := ScanFleets(conn, scanLimit)
+	again, err := ScanFleets(conn, cfg.ScanLimit)
 	if err != nil {
 		return res, fmt.Errorf("init: made root %s, but the check after: %w", root, err)
 	}
-	if err := CheckScope(root, owned, again); err != nil {
+	if err := CheckScope(root, cfg.Owned, again); err != nil {
 		return res, fmt.Errorf("init: made root %s, but another fleet appeared meanwhile: %w", root, err)
 	}
 	return res, nil
+}
+
+// fillRoot makes the missing slot nodes of a filling root whose Stat is st,
+// then writes its final layout. The reservation is the root's mtime (the
+// leader's time of the make: the clock of this process may run ahead or
+// behind) plus the reach of the bound, unless cfg.NewFleet.
+func fillRoot(conn *zk.Conn, cfg InitConfig, info RootInfo, st *zk.Stat, res *InitResult) error {
+	root := cfg.Root
+	reserve := st.Mtime
+	if !cfg.NewFleet {
+		reserve += info.Reach().Milliseconds()
+	}
+	now := time.Now().UnixMilli()
+	if _, err := createSlotNodes(conn, root, cfg.ACL, nil, SlotRecord{ReservedUntilMs: reserve, UpdatedMs: now}); err != nil {
+		return fmt.Errorf("init: make the slot nodes of root %s: %w", root, err)
+	}
+	final := info.finished()
+	if _, err := conn.Set(root, encodeRoot(final), st.Version); err != nil {
+		return fmt.Errorf("init: write layout %s into root %s: %w", final.Layout, root, err)
+	}
+	res.Made, res.Layout, res.ReservedUntilMs = true, final.Layout, reserve
+	return nil
 }

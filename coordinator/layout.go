@@ -15,15 +15,14 @@ import (
 
 // Layout names this znode layout; a root written for another layout (or
 // another ID epoch or bit split) is refused, so two incompatible fleets never
-// share a root. In v2 every one of the 1,024 slot nodes exists from the
-// root's creation on, so a missing slot node is damage, never "first use";
-// a build of v1 (which made a slot node at its first use, at floor 0) must
-// not join such a root, hence the new name.
+// share a root. Every one of the 1,024 slot nodes exists from the root's
+// making on (by snowflakectl init), so a missing slot node is damage, never
+// "first use".
 const Layout = "snowfleet/slots/v2"
 
-// LayoutV1 is the layout before v2: slot nodes were made at first use. A
-// root of this layout is upgraded in place by the first v2 worker (the
-// missing slot nodes are made, then the layout is set to v2).
+// LayoutV1 was the first layout: slot nodes were made at first use, at
+// floor 0. No v1 fleet exists outside this repository's history (no release
+// was tagged with it): a v1 root is refused, never upgraded.
 const LayoutV1 = "snowfleet/slots/v1"
 
 // LayoutV3 is a root that owns only some datacenters: RootInfo.Datacenters
@@ -33,10 +32,10 @@ const LayoutV1 = "snowfleet/slots/v1"
 // claim outside the range, hence the new name, which v2 builds refuse.
 const LayoutV3 = "snowfleet/slots/v3"
 
-// LayoutV3Partial is a v3 root whose slot nodes are still being made (by
-// snowflakectl init): finished like a v1 root, keeping its ranges, by the
-// maker or by the first worker that finds it left so for rootFillWait.
-const LayoutV3Partial = "snowfleet/slots/v3-partial"
+// LayoutFilling is a root whose slot nodes snowflakectl init is still
+// making (or stopped making): RootInfo.Datacenters names its ranges.
+// Workers wait until it is finished; init run again finishes it.
+const LayoutFilling = "snowfleet/slots/filling"
 
 // layoutMarker starts every layout name: a znode whose JSON layout starts
 // with it is a fleet's root, wherever it sits in an ensemble.
@@ -67,10 +66,51 @@ type RootInfo struct {
 	// Created is when the root was made (informational).
 	Created time.Time `json:"created"`
 	// Datacenters are the datacenter IDs the fleet owns, as ranges such as
-	// "0-3,8" (DCSet's form); set in a v3 root only. A v1 or v2 root owns
-	// all 32.
+	// "0-3,8" (DCSet's form); set in a v3 or filling root only. A v2 root
+	// owns all 32.
 	Datacenters string `json:"datacenters,omitempty"`
+	// MaxHorizonMs and MaxSkewMs are the fleet's bound on its workers'
+	// Horizon and MaxSkew (0: DefaultMaxHorizon, DefaultMaxSkew). A holder
+	// within them never confirms a ceiling more than their sum past
+	// ZooKeeper's time of its last write, so a root made again after the
+	// ensemble lost its data reserves its slots that far past the make, and
+	// workers above the bound are refused (ErrAboveRootBound).
+	MaxHorizonMs int64 `json:"max_horizon_ms,omitempty"`
+	MaxSkewMs    int64 `json:"max_skew_ms,omitempty"`
+	// Recovery names the last snowflakectl recover run on this root (a
+	// random token and its time): a worker that saw the ensemble go back in
+	// time claims again only once it changes.
+	Recovery string `json:"recovery,omitempty"`
 }
+
+// DefaultMaxHorizon is the bound on Horizon a root records unless init is
+// told otherwise: the daemon's default horizon.
+const DefaultMaxHorizon = DefaultHorizon
+
+// DefaultMaxSkew is the bound on MaxSkew a root records unless init is told
+// otherwise: the daemon's default.
+const DefaultMaxSkew = time.Second
+
+// MaxHorizon is the root's bound on its workers' Horizon.
+func (r RootInfo) MaxHorizon() time.Duration {
+	if r.MaxHorizonMs <= 0 {
+		return DefaultMaxHorizon
+	}
+	return time.Duration(r.MaxHorizonMs) * time.Millisecond
+}
+
+// MaxSkew is the root's bound on its workers' MaxSkew.
+func (r RootInfo) MaxSkew() time.Duration {
+	if r.MaxSkewMs <= 0 {
+		return DefaultMaxSkew
+	}
+	return time.Duration(r.MaxSkewMs) * time.Millisecond
+}
+
+// Reach is the most a holder of this root can have confirmed past
+// ZooKeeper's time of its last write: the bound on the horizon plus the
+// skew a holder may run ahead with and still drive its reservation.
+func (r RootInfo) Reach() time.Duration { return r.MaxHorizon() + r.MaxSkew() }
 
 // CurrentRootInfo is what this build's root holds once every slot node is
 // made.
@@ -87,26 +127,33 @@ func rootInfo(layout string, now time.Time) RootInfo {
 }
 
 // Compatible reports whether a root written as r can be used by this build:
-// one of Layout and LayoutV3, or LayoutV1 and LayoutV3Partial which it
-// finishes, with the ranges its layout calls for.
+// Layout, LayoutV3 or LayoutFilling (which init finishes), with the ranges
+// its layout calls for. A v1 root is refused with its own message.
 func (r RootInfo) Compatible() error {
 	want := CurrentRootInfo(time.Time{})
-	known := r.Layout == Layout || r.Layout == LayoutV1 || r.Layout == LayoutV3 || r.Layout == LayoutV3Partial
+	if r.Layout == LayoutV1 {
+		return fmt.Errorf("%w: root has layout %s, which made slot nodes at first use; no v1 fleet exists outside development and this build does not upgrade one: delete the root and run snowflakectl init",
+			ErrLayoutMismatch, LayoutV1)
+	}
+	known := r.Layout == Layout || r.Layout == LayoutV3 || r.Layout == LayoutFilling
 	if !known || r.EpochMs != want.EpochMs || r.Bits != want.Bits {
 		return fmt.Errorf("%w: root has layout %q epoch_ms %d bits %q, this build wants layout %q epoch_ms %d bits %q",
 			ErrLayoutMismatch, r.Layout, r.EpochMs, r.Bits, want.Layout, want.EpochMs, want.Bits)
+	}
+	if r.MaxHorizonMs < 0 || r.MaxSkewMs < 0 {
+		return fmt.Errorf("%w: root has a negative bound (max_horizon_ms %d, max_skew_ms %d)", ErrLayoutMismatch, r.MaxHorizonMs, r.MaxSkewMs)
 	}
 	_, err := r.Owned()
 	return err
 }
 
-// Owned is the set of datacenters the root owns: all 32 for v1 and v2,
-// RootInfo.Datacenters (required, never empty) for v3. A v2 root that
-// names ranges was not written by snowfleet: refused rather than read as
-// all 32 or as its ranges.
+// Owned is the set of datacenters the root owns: all 32 for v2,
+// RootInfo.Datacenters (required, never empty) for v3 and a filling root.
+// A v2 root that names ranges was not written by snowfleet: refused rather
+// than read as all 32 or as its ranges.
 func (r RootInfo) Owned() (DCSet, error) {
 	switch r.Layout {
-	case LayoutV3, LayoutV3Partial:
+	case LayoutV3, LayoutFilling:
 		set, err := ParseDCSet(r.Datacenters)
 		if err != nil {
 			return 0, fmt.Errorf("%w: layout %s: datacenters: %w", ErrLayoutMismatch, r.Layout, err)
@@ -119,16 +166,18 @@ func (r RootInfo) Owned() (DCSet, error) {
 	return AllDatacenters, nil
 }
 
-// filling reports a root whose slot nodes are still being made (or were
-// never all made): v1, or a v3 root being initialised.
-func (r RootInfo) filling() bool { return r.Layout == LayoutV1 || r.Layout == LayoutV3Partial }
+// filling reports a root whose slot nodes are still being made by init.
+func (r RootInfo) filling() bool { return r.Layout == LayoutFilling }
 
-// finished is the layout a filling root gets once every slot node exists.
-func (r RootInfo) finished() string {
-	if r.Layout == LayoutV3Partial {
-		return LayoutV3
+// finished is the root a filling root becomes once every slot node
+// exists: v2 when it owns all 32 datacenters, v3 otherwise.
+func (r RootInfo) finished() RootInfo {
+	owned, _ := r.Owned()
+	r.Layout, r.Datacenters = Layout, ""
+	if owned != AllDatacenters {
+		r.Layout, r.Datacenters = LayoutV3, owned.String()
 	}
-	return Layout
+	return r
 }
 
 // LeasesPath is the parent of the lease nodes.

@@ -35,6 +35,7 @@ func TestReadiness(t *testing.T) {
 	cfg.SessionTimeout, cfg.Renew, cfg.Horizon = 2*time.Second, 200*time.Millisecond, 5*time.Second
 	cfg.Clock = clock
 	cfg.OnClockBack = snowflake.Refuse
+	initFleet(t, cfg)
 	c, err := New(cfg, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ func TestSim(t *testing.T) {
 	cfg := DefaultConfig() // session 6s, renew 1s, horizon 5s
 	cfg.Servers = []string{zs.Addr()}
 	log := hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: testWriter{t}})
+	initFleet(t, cfg)
 
 	cs := make([]*Coordinator, n+1)
 	for i := range cs {

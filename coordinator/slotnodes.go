@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -76,57 +75,113 @@ type RepairResult struct {
 	// MadeTree names the nodes of the tree it re-created (the root,
 	// leases/, slots/).
 	MadeTree []string
+	// ReservedUntilMs is the reservation the made nodes got.
+	ReservedUntilMs int64
+	// Owned are the datacenters of the root (kept, or given for a root
+	// made again).
+	Owned DCSet
+}
+
+// ErrReservationTooLow: a repair's reservation is below what a holder of
+// the slot may have issued (now plus the root's bound on the horizon).
+var ErrReservationTooLow = errors.New("reservation below what a holder may have issued")
+
+// RepairConfig is what RepairSlots re-creates.
+type RepairConfig struct {
+	// Root is the fleet's root znode.
+	Root string
+	// ACL is given to every node made.
+	ACL []zk.ACL
+	// Slots are the slot nodes to re-create where missing.
+	Slots []snowflake.Slot
+	// ReservedUntilMs is the reservation of the nodes made; 0 means now plus
+	// the root's reach (its bound on the horizon and skew), the lowest that
+	// is safe whatever the old holder did.
+	ReservedUntilMs int64
+	// AllowLow lets ReservedUntilMs be below now plus the root's reach: the
+	// operator knows no holder issued that far (it can repeat IDs).
+	AllowLow bool
+	// Owned are the datacenters a root made again owns; required when the
+	// root is missing (0 refuses to make it), and when given for a root
+	// that exists it must be the root's own (ranges never change in place).
+	Owned DCSet
+	// ScanLimit bounds the scans for other fleets around making a root.
+	ScanLimit int
 }
 
 // RepairSlots deliberately re-creates what an operator (or an accident)
-// deleted: the root, leases/ and slots/ if missing, and each missing slot
-// node of slots with reservedUntilMs as its reservation, so that the next
-// holder issues only timestamps above it. A slot node that exists is never
-// written. A root it makes is written with the current layout once every
-// slot node exists. It is snowflakectl repair; workers never call it.
-func RepairSlots(ctx context.Context, conn *zk.Conn, root string, acl []zk.ACL, slots []snowflake.Slot, reservedUntilMs int64) (RepairResult, error) {
+// deleted: the root (owning cfg.Owned, after the same fleet scan as init,
+// before and after), leases/ and slots/ if missing, and each missing slot
+// node of cfg.Slots with the reservation, so that the next holder issues
+// only timestamps above it. A slot node that exists is never written. It is
+// snowflakectl repair; workers never call it.
+func RepairSlots(ctx context.Context, conn *zk.Conn, cfg RepairConfig) (RepairResult, error) {
 	var res RepairResult
-	if !ValidRoot(root) {
-		return res, fmt.Errorf("repair: root %q is not an absolute znode path", root)
+	if !ValidRoot(cfg.Root) {
+		return res, fmt.Errorf("repair: root %q is not an absolute znode path", cfg.Root)
 	}
-	if reservedUntilMs < snowflake.MinUnixMs {
-		return res, fmt.Errorf("repair: reservation %d ms is before the ID epoch", reservedUntilMs)
+	if cfg.ReservedUntilMs != 0 && (cfg.ReservedUntilMs < snowflake.MinUnixMs || cfg.ReservedUntilMs > snowflake.MaxUnixMs) {
+		return res, fmt.Errorf("repair: reservation %d ms is outside the ID's range %d..%d", cfg.ReservedUntilMs, snowflake.MinUnixMs, snowflake.MaxUnixMs)
 	}
-	done := make(chan error, 1)
-	go func() { done <- repair(conn, root, acl, slots, reservedUntilMs, &res) }()
-	select {
-	case err := <-done:
-		return res, err
-	case <-ctx.Done():
-		return RepairResult{}, fmt.Errorf("repair: %w", ctx.Err())
+	if cfg.ScanLimit <= 0 {
+		cfg.ScanLimit = DefaultScanLimit
 	}
+	err := callCtx(ctx, func() error { return repair(conn, cfg, &res) })
+	return res, err
 }
 
-func repair(conn *zk.Conn, root string, acl []zk.ACL, slots []snowflake.Slot, reservedUntilMs int64, res *RepairResult) error {
+func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
+	root := cfg.Root
 	data, _, err := conn.Get(root)
 	newRoot := errors.Is(err, zk.ErrNoNode)
 	if err != nil && !newRoot {
 		return fmt.Errorf("repair: read root %s: %w", root, err)
 	}
+	info := rootInfo(LayoutFilling, time.Now())
 	if !newRoot {
-		var info RootInfo
-		if err := json.Unmarshal(data, &info); err != nil {
-			return fmt.Errorf("repair: %w: root %s holds no layout JSON (%v)", ErrLayoutMismatch, root, err)
+		if info, err = decodeRoot(root, data); err != nil {
+			return fmt.Errorf("repair: %w", err)
 		}
-		if err := info.Compatible(); err != nil {
-			return fmt.Errorf("repair: root %s: %w", root, err)
+		have, _ := info.Owned()
+		if cfg.Owned != 0 && cfg.Owned != have {
+			return fmt.Errorf("repair: %w: root %s owns datacenters %s, not %s; ranges are not changed in place", ErrRootExists, root, have, cfg.Owned)
 		}
+		res.Owned = have
 	} else {
-		if len(slots) != snowflake.Slots {
+		if len(cfg.Slots) != snowflake.Slots {
 			return fmt.Errorf("repair: %w: root %s is missing; re-create it with every slot (--slot all)", ErrDamaged, root)
 		}
-		if _, err := conn.Create(root, encodeRoot(rootInfo(LayoutV1, time.Now())), 0, acl); err != nil {
+		if cfg.Owned == 0 {
+			return fmt.Errorf("repair: %w: root %s is missing; re-making it needs the datacenters it owned (--datacenters RANGES, or all): a root owning others would claim another fleet's slots", ErrDamaged, root)
+		}
+		info.Datacenters, res.Owned = cfg.Owned.String(), cfg.Owned
+		scan, err := ScanFleets(conn, cfg.ScanLimit)
+		if err != nil {
+			return fmt.Errorf("repair: %w", err)
+		}
+		if err := CheckScope(root, cfg.Owned, scan); err != nil {
+			return fmt.Errorf("repair: %w", err)
+		}
+	}
+	now := time.Now().UnixMilli()
+	least := now + info.Reach().Milliseconds()
+	until := cfg.ReservedUntilMs
+	if until == 0 {
+		until = least
+	}
+	if until < least && !cfg.AllowLow {
+		return fmt.Errorf("repair: %w: %s is below now + the root's bound (max horizon %v + max skew %v = %s): a holder may have issued IDs up to then; give a later --reserve-until, or --unsafe-low-reservation if you know no holder did",
+			ErrReservationTooLow, time.UnixMilli(until).UTC().Format(time.RFC3339Nano), info.MaxHorizon(), info.MaxSkew(), time.UnixMilli(least).UTC().Format(time.RFC3339Nano))
+	}
+	res.ReservedUntilMs = until
+	if newRoot {
+		if _, err := conn.Create(root, encodeRoot(info), 0, cfg.ACL); err != nil {
 			return fmt.Errorf("repair: create root %s: %w", root, err)
 		}
 		res.MadeTree = append(res.MadeTree, root)
 	}
 	for _, p := range []string{LeasesPath(root), SlotsPath(root)} {
-		_, err := conn.Create(p, nil, 0, acl)
+		_, err := conn.Create(p, nil, 0, cfg.ACL)
 		if err == nil {
 			res.MadeTree = append(res.MadeTree, p)
 		} else if !errors.Is(err, zk.ErrNodeExists) {
@@ -142,26 +197,31 @@ func repair(conn *zk.Conn, root string, acl []zk.ACL, slots []snowflake.Slot, re
 		have[n] = true
 	}
 	var missing []snowflake.Slot
-	for _, s := range slots {
+	for _, s := range cfg.Slots {
 		if have[s.String()] {
 			res.Existing = append(res.Existing, s)
 		} else {
 			missing = append(missing, s)
 		}
 	}
-	now := time.Now().UnixMilli()
-	if len(missing) == 0 {
+	if len(missing) > 0 {
+		if _, err := createSlotNodes(conn, root, cfg.ACL, missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
+			return fmt.Errorf("repair: %w", err)
+		}
+		res.Made = missing
+	}
+	if !newRoot {
 		return nil
 	}
-	if _, err := createSlotNodes(conn, root, acl, missing, SlotRecord{ReservedUntilMs: reservedUntilMs, UpdatedMs: now}); err != nil {
-		return fmt.Errorf("repair: %w", err)
+	if _, err := conn.Set(root, encodeRoot(info.finished()), 0); err != nil {
+		return fmt.Errorf("repair: write layout into root %s: %w", root, err)
 	}
-	res.Made = missing
-	if newRoot {
-		info := encodeRoot(CurrentRootInfo(time.Now()))
-		if _, err := conn.Set(root, info, 0); err != nil {
-			return fmt.Errorf("repair: write layout into root %s: %w", root, err)
-		}
+	again, err := ScanFleets(conn, cfg.ScanLimit)
+	if err != nil {
+		return fmt.Errorf("repair: made root %s, but the check after: %w", root, err)
+	}
+	if err := CheckScope(root, cfg.Owned, again); err != nil {
+		return fmt.Errorf("repair: made root %s, but another fleet appeared meanwhile: %w", root, err)
 	}
 	return nil
 }

@@ -128,7 +128,10 @@ func TestZKTLSReloadsFiles(t *testing.T) {
 	copyFile(t, certs.OtherClientKeyFile, files.KeyFile)
 	cfg := testConfig(zs.TLSAddr())
 	cfg.TLS = files
-	w := startWorker(t, "rotated", cfg, nil)
+	plain := cfg
+	plain.Servers, plain.TLS = []string{zs.Addr()}, ZKTLS{}
+	initFleet(t, plain) // through the plaintext port, which the server also serves
+	w := startWorkerBare(t, "rotated", cfg, nil, nil, testLogger(t, "rotated"))
 	time.Sleep(2 * time.Second)
 	if w.c.Ready() {
 		t.Fatal("ready with a client certificate of another CA")

@@ -38,9 +38,15 @@ wait_healthy() { # service...
 	done
 }
 
+# An ensemble this script makes now is new: no worker ever served on it, so
+# init may skip waiting out what an earlier fleet could still issue.
+new_fleet=false
+[[ -n $(compose ps -q zk1 2>/dev/null) ]] || new_fleet=true
 log "starting ZooKeeper (zk1 zk2 zk3, image $ZK_IMAGE)"
 compose up -d zk1 zk2 zk3
 wait_healthy zk1 zk2 zk3
+log "making the fleet's root (snowflakectl init --new-fleet=$new_fleet)"
+SNOWFLAKE_NEW_FLEET=$new_fleet compose run --rm -T --no-deps init
 log "ZooKeeper has a quorum; starting $WORKERS workers (image $WORKER_IMAGE)"
 compose up -d --no-deps --scale "worker=$WORKERS" worker
 wait_healthy worker

@@ -131,7 +131,23 @@ func (s *Stack) Up(ctx context.Context, workers int) error {
 	if err := s.WaitZK(ctx, 90*time.Second); err != nil {
 		return err
 	}
+	if err := s.Init(ctx, true); err != nil {
+		return err
+	}
 	return s.Scale(ctx, workers)
+}
+
+// Init runs the compose file's init service (snowflakectl init) to its end:
+// workers never make their root. newFleet skips the wait an ensemble that
+// lost its data needs.
+func (s *Stack) Init(ctx context.Context, newFleet bool) error {
+	// A skew bound of 10 s: scenarios run workers with --max-skew 5s.
+	env := []string{fmt.Sprintf("SNOWFLAKE_NEW_FLEET=%t", newFleet), "SNOWFLAKE_INIT_MAX_SKEW=10s"}
+	out, err := s.composeWith(ctx, env, "run", "--rm", "-T", "--no-deps", "init")
+	if err != nil {
+		return fmt.Errorf("snowflakectl init: %w: %s", err, out)
+	}
+	return nil
 }
 
 // Scale sets the number of worker containers (started or stopped ones).

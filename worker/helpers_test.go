@@ -19,6 +19,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/worker/client/fleettest"
 )
 
 // testWorker is a coordinator (on a real ZooKeeper) and a server on a
@@ -58,6 +59,7 @@ func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config
 	if mutateCoord != nil {
 		mutateCoord(&cc)
 	}
+	fleettest.InitFleet(t, cc.Servers, cc.Root, cc.Auth, cc.TLS)
 	log := hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{t}})
 	reg := prometheus.NewRegistry()
 	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)

@@ -18,6 +18,8 @@ func TestInitFlagErrors(t *testing.T) {
 		{[]string{"--datacenters", "40"}, `--datacenters: bad datacenter ranges: "40": "40" is not a datacenter ID`},
 		{[]string{"--datacenters", ""}, `--datacenters: bad datacenter ranges: empty`},
 		{[]string{"--zk-root", "x"}, `--zk-root "x" must be an absolute znode path`},
+		{[]string{"--max-horizon", "0s"}, `--max-horizon 0s is out of range (0, 24h]`},
+		{[]string{"--max-skew", "-1s"}, `--max-skew -1s is out of range (0, 24h]`},
 	} {
 		var out, errb bytes.Buffer
 		rc := runInit(c.args, &out, &errb)
@@ -103,5 +105,26 @@ func TestInitAndFleets(t *testing.T) {
 	down := zktest.FreeAddr(t)
 	if rc, rep, errs := fleets("--timeout", "1s", down); rc != exitFailure || !strings.Contains(errs, "ensemble "+down+": ") || len(rep.Failed) != 1 {
 		t.Fatalf("fleets of an unreachable ensemble: rc %d %q", rc, errs)
+	}
+}
+
+// TestInitReservation: init reserves the slots past the bound it records
+// (the make's time + --max-horizon + --max-skew) and says until when;
+// --new-fleet reserves to the make's time.
+func TestInitReservation(t *testing.T) {
+	zs := zktest.Start(t)
+	var out, errb bytes.Buffer
+	if rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", "/old", "--datacenters", "1", "--max-horizon", "20s", "--max-skew", "2s"}, &out, &errb); rc != exitOK {
+		t.Fatalf("init: rc %d: %s", rc, errb.String())
+	}
+	if !strings.Contains(out.String(), "max horizon 20s + max skew 2s") {
+		t.Errorf("init did not say what it reserved: %s", out.String())
+	}
+	out.Reset()
+	if rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", "/new", "--datacenters", "0", "--new-fleet"}, &out, &errb); rc != exitOK {
+		t.Fatalf("init --new-fleet: rc %d: %s", rc, errb.String())
+	}
+	if !strings.Contains(out.String(), "--new-fleet") {
+		t.Errorf("init --new-fleet: %s", out.String())
 	}
 }

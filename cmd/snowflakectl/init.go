@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // runInit is snowflakectl init: it makes a fleet's root owning the given
@@ -23,12 +24,22 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 			"--datacenters (ranges such as 0-3,8; all 32 when not given). Its workers claim\n"+
 			"only inside them. Refused when another fleet of the ensemble (found by its\n"+
 			"layout marker anywhere in the tree) owns one of them. A root that exists with\n"+
-			"the same datacenters is left alone (exit 0); with others, refused.")
+			"the same datacenters is left alone (exit 0); with others, refused; one an\n"+
+			"earlier init left half made is finished.\n\n"+
+			"Workers never make a root. The slot nodes are reserved past anything an\n"+
+			"earlier incarnation of the root (on an ensemble that lost its data) could\n"+
+			"still issue: ZooKeeper's time of the make plus --max-horizon plus --max-skew,\n"+
+			"which the root records; workers with a larger --horizon or --max-skew are\n"+
+			"refused. --new-fleet states that no worker ever served under this root on\n"+
+			"any ensemble, and skips that wait.")
 	var z zkFlags
 	z.register(fs)
 	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8 (default all 32: 0-31)")
 	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read while looking for the ensemble's other fleets")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching ZooKeeper and making the root")
+	maxHorizon := fs.Duration("max-horizon", coordinator.DefaultMaxHorizon, "the largest --horizon the fleet's workers may run with (recorded in the root)")
+	maxSkew := fs.Duration("max-skew", coordinator.DefaultMaxSkew, "the largest --max-skew the fleet's workers may run with (recorded in the root)")
+	newFleet := fs.Bool("new-fleet", false, "no worker has ever served under this root on any ensemble: reserve the slots to the make's time (first IDs at once) rather than --max-horizon + --max-skew past it")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
 		return rc
 	}
@@ -45,8 +56,16 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, "init", "--datacenters: %v", err)
 		}
 	}
-	if *scanLimit < 1 {
-		return usageError(stderr, "init", "--scan-limit %d must be at least 1", *scanLimit)
+	ic := coordinator.DefaultInitConfig()
+	ic.Root, ic.ACL, ic.Owned, ic.ScanLimit = z.root, coordinator.ACL(z.auth), owned, *scanLimit
+	ic.MaxHorizon, ic.MaxSkew, ic.NewFleet = *maxHorizon, *maxSkew, *newFleet
+	if err := ic.Validate(); err != nil {
+		flagName := map[string]string{"ScanLimit": "--scan-limit", "MaxHorizon": "--max-horizon", "MaxSkew": "--max-skew", "Root": "--zk-root", "Owned": "--datacenters"}
+		var ce *snowflake.ConfigError
+		if errors.As(err, &ce) && flagName[ce.Field] != "" {
+			return usageError(stderr, "init", "%s %v %s", flagName[ce.Field], ce.Value, ce.Reason)
+		}
+		return usageError(stderr, "init", "%v", err)
 	}
 	if *timeout <= 0 {
 		return usageError(stderr, "init", "--timeout %v must be positive", *timeout)
@@ -59,7 +78,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	res, err := coordinator.InitRoot(ctx, conn, z.root, coordinator.ACL(z.auth), owned, *scanLimit)
+	res, err := coordinator.InitRoot(ctx, conn, ic)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
 		if errors.Is(err, zk.ErrNoAuth) {
@@ -72,8 +91,19 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "root %s on %s exists already, layout %s, owning datacenters %s; left as it is\n", z.root, where, res.Layout, owned)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "made root %s on %s, layout %s, owning datacenters %s (%d slots); %d other fleet(s) in the ensemble, none overlapping (%d znodes read)\n",
-		z.root, where, res.Layout, owned, owned.Slots(), len(res.Scan.Fleets), res.Scan.Nodes)
+	verb := "made"
+	if res.Finished {
+		verb = "finished the half-made"
+	}
+	fmt.Fprintf(stdout, "%s root %s on %s, layout %s, owning datacenters %s (%d slots); %d other fleet(s) in the ensemble, none overlapping (%d znodes read)\n",
+		verb, z.root, where, res.Layout, owned, owned.Slots(), len(res.Scan.Fleets), res.Scan.Nodes)
+	until := time.UnixMilli(res.ReservedUntilMs).UTC()
+	if *newFleet {
+		fmt.Fprintf(stdout, "slots reserved until %s (the make's time: --new-fleet); workers serve at once\n", until.Format(time.RFC3339Nano))
+	} else {
+		fmt.Fprintf(stdout, "slots reserved until %s (the make's time + max horizon %v + max skew %v): workers serve from then on, about %v from now\n",
+			until.Format(time.RFC3339Nano), *maxHorizon, *maxSkew, time.Until(until).Round(time.Second))
+	}
 	return exitOK
 }
 

@@ -33,20 +33,24 @@ func stdinInput() input {
 }
 
 func runRepair(args []string, in input, stdout, stderr io.Writer) int {
-	fs := newFlagSet("repair", "--slot dcNN-mNN[,...]|all --reserve-until MS|now+DURATION [--yes] [--zk HOST:PORT,...] [--zk-root /snowflake]",
+	fs := newFlagSet("repair", "--slot dcNN-mNN[,...]|all [--reserve-until MS|now+DURATION] [--datacenters RANGES|all] [--yes] [--zk HOST:PORT,...] [--zk-root /snowflake]",
 		"Re-creates slot nodes deleted by hand (and leases/, slots/ or the root if they\n"+
 			"are missing), each with the reservation --reserve-until, so that the slot's\n"+
 			"next holder issues only timestamps above it. Workers refuse a slot whose node\n"+
 			"is missing and never re-create it: its history (the last holder's reservation)\n"+
-			"went with it, and only the operator can say what is safe. Choose a time past\n"+
-			"every ID the slot ever issued: a horizon past the deletion is enough for a\n"+
-			"holder that was renewing then (now+H when in doubt; H = the workers'\n"+
-			"--horizon). A node that exists is never written. Asks for confirmation;\n"+
+			"went with it, and only the operator can say what is safe. The default, and\n"+
+			"the lowest allowed without --unsafe-low-reservation, is now plus the root's\n"+
+			"bound (max horizon + max skew, 41s by default): past anything a holder could\n"+
+			"have reserved. A root made again needs the datacenters it owned\n"+
+			"(--datacenters, or all) and is checked against the ensemble's other fleets\n"+
+			"as init does. A node that exists is never written. Asks for confirmation;\n"+
 			"--yes skips it, and without a terminal --yes is required.")
 	var z zkFlags
 	z.register(fs)
 	slotsFlag := fs.String("slot", "", "the `slots` to re-create: dcNN-mNN, comma-separated, or all")
-	untilFlag := fs.String("reserve-until", "", "the reservation of the re-created nodes: Unix `ms`, or now, or now+DURATION (now+10s)")
+	untilFlag := fs.String("reserve-until", "", "the reservation of the re-created nodes: Unix `ms`, or now+DURATION (default now + the root's bound, 41s by default)")
+	unsafeLow := fs.Bool("unsafe-low-reservation", false, "allow a --reserve-until below now + the root's bound: the re-created slots can repeat IDs a holder issued up to then")
+	dcs := fs.String("datacenters", "", "the datacenter `ranges` a root made again owns, such as 0-3,8, or all (required when the root is missing)")
 	yes := fs.Bool("yes", false, "do not ask for confirmation (for scripts)")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and repairing")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
@@ -64,9 +68,21 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		return usageError(stderr, "repair", "--slot: %v", err)
 	}
 	now := time.Now()
-	until, err := parseReserveUntil(*untilFlag, now)
-	if err != nil {
-		return usageError(stderr, "repair", "--reserve-until: %v", err)
+	var until int64
+	if strings.TrimSpace(*untilFlag) != "" {
+		if until, err = parseReserveUntil(*untilFlag, now); err != nil {
+			return usageError(stderr, "repair", "--reserve-until: %v", err)
+		}
+	}
+	var owned coordinator.DCSet
+	switch strings.TrimSpace(*dcs) {
+	case "":
+	case "all":
+		owned = coordinator.AllDatacenters
+	default:
+		if owned, err = coordinator.ParseDCSet(*dcs); err != nil {
+			return usageError(stderr, "repair", "--datacenters: %v", err)
+		}
 	}
 	if *timeout <= 0 {
 		return usageError(stderr, "repair", "--timeout %v must be positive", *timeout)
@@ -87,9 +103,13 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	if len(slots) == 1 {
 		what = "slot node " + slots[0].String()
 	}
-	fmt.Fprintf(stdout, "repair %s under %s on %s: missing nodes are made with reserved_until %s (%d ms, %s from now); existing nodes are left as they are\n",
-		what, z.root, strings.Join(servers, ","), time.UnixMilli(until).UTC().Format(msTime), until,
-		(time.Duration(until-now.UnixMilli()) * time.Millisecond).String())
+	when := "now + the root's bound on the horizon (41s unless the root records another)"
+	if until != 0 {
+		when = fmt.Sprintf("%s (%d ms, %s from now)", time.UnixMilli(until).UTC().Format(msTime), until,
+			(time.Duration(until-now.UnixMilli()) * time.Millisecond).String())
+	}
+	fmt.Fprintf(stdout, "repair %s under %s on %s: missing nodes are made with reserved_until %s; existing nodes are left as they are\n",
+		what, z.root, strings.Join(servers, ","), when)
 	if !*yes {
 		fmt.Fprint(stdout, "IDs of a re-created slot start above that time. Go on? [y/N] ")
 		line, _ := bufio.NewReader(in.r).ReadString('\n')
@@ -98,7 +118,9 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 	}
-	res, err := coordinator.RepairSlots(ctx, conn, z.root, coordinator.ACL(z.auth), slots, until)
+	res, err := coordinator.RepairSlots(ctx, conn, coordinator.RepairConfig{Root: z.root, ACL: coordinator.ACL(z.auth),
+		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned})
+	until = res.ReservedUntilMs
 	for _, p := range res.MadeTree {
 		fmt.Fprintf(stdout, "made %s\n", p)
 	}
@@ -154,7 +176,7 @@ func parseSlotList(s string) ([]snowflake.Slot, error) {
 func parseReserveUntil(s string, now time.Time) (int64, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 0, errors.New("missing; give Unix ms, now or now+DURATION (say now+10s)")
+		return 0, errors.New("missing; give Unix ms, now or now+DURATION (say now+45s)")
 	}
 	if rest, ok := strings.CutPrefix(s, "now"); ok {
 		if rest == "" {
@@ -162,7 +184,7 @@ func parseReserveUntil(s string, now time.Time) (int64, error) {
 		}
 		d, err := time.ParseDuration(strings.TrimPrefix(rest, "+"))
 		if !strings.HasPrefix(rest, "+") || err != nil || d < 0 {
-			return 0, fmt.Errorf("%q: want now+DURATION with a duration such as 10s or 5m", s)
+			return 0, fmt.Errorf("%q: want now+DURATION with a duration such as 45s or 5m", s)
 		}
 		return now.Add(d).UnixMilli(), nil
 	}

@@ -72,7 +72,7 @@ func TestRepairRecreatesMissingSlotAfterConfirmation(t *testing.T) {
 	// Again, with --yes: the node exists now and is not written.
 	out.Reset()
 	errb.Reset()
-	if rc := runRepair(append(args[:len(args)-1:len(args)-1], "now", "--yes"), input{}, &out, &errb); rc != exitOK {
+	if rc := runRepair(append(args[:len(args):len(args)], "--yes"), input{}, &out, &errb); rc != exitOK {
 		t.Fatalf("--yes on an existing node: rc %d, stderr %q", rc, errb.String())
 	}
 	if _, st2, _ := conn.Get(sp); st2.Version != st.Version || st2.Mzxid != st.Mzxid {
@@ -104,10 +104,29 @@ func TestRepairAllAfterSlotsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
+	// now+5s, the old examples' horizon, is below what a holder of the
+	// default 40 s horizon may have issued: refused unless stated.
 	rc := runRepair([]string{"--zk", zks.Addr(), "--zk-root", root, "--slot", "all", "--reserve-until", "now+5s", "--yes"},
 		input{}, &out, &errb)
+	if rc != exitFailure || !strings.Contains(errb.String(), "--unsafe-low-reservation") || !strings.Contains(errb.String(), "max horizon 40s") {
+		t.Fatalf("--reserve-until now+5s: rc %d, stderr %q; want a refusal naming the bound and the flag", rc, errb.String())
+	}
+	if ok, _, _ := conn.Exists(coordinator.SlotsPath(root)); ok {
+		t.Fatal("a refused repair made slots/")
+	}
+	out.Reset()
+	errb.Reset()
+	before := time.Now().Add(41 * time.Second).UnixMilli()
+	rc = runRepair([]string{"--zk", zks.Addr(), "--zk-root", root, "--slot", "all", "--yes"}, input{}, &out, &errb)
 	if rc != exitOK {
 		t.Fatalf("rc %d, stderr %q", rc, errb.String())
+	}
+	data, _, err := conn.Get(coordinator.SlotPath(root, snowflake.Slot{Datacenter: 9, Machine: 9}))
+	var rec struct {
+		ReservedUntilMs int64 `json:"reserved_until_ms"`
+	}
+	if err != nil || json.Unmarshal(data, &rec) != nil || rec.ReservedUntilMs < before {
+		t.Fatalf("repair without --reserve-until made %s (%v); want a reservation of at least now+41s (%d)", data, err, before)
 	}
 	names, _, err = conn.Children(coordinator.SlotsPath(root))
 	if err != nil || len(names) != snowflake.Slots {
@@ -128,7 +147,6 @@ func TestRepairUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--reserve-until", "now"}, "--slot"},
 		{[]string{"--slot", "dc32-m00", "--reserve-until", "now"}, "--slot"},
-		{[]string{"--slot", "dc03-m04"}, "--reserve-until"},
 		{[]string{"--slot", "dc03-m04", "--reserve-until", "soon"}, "--reserve-until"},
 		{[]string{"--slot", "dc03-m04", "--reserve-until", "now-5s"}, "--reserve-until"},
 		{[]string{"--slot", "dc03-m04", "--reserve-until", "12"}, "--reserve-until"},
@@ -150,3 +168,38 @@ func TestRepairUsageErrors(t *testing.T) {
 }
 
 func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
+
+// A deleted root is made again only with the datacenters it owned, and
+// only where no other fleet of the ensemble owns one of them.
+func TestRepairDeletedRootKeepsScope(t *testing.T) {
+	zks := zktest.Start(t)
+	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var out, errb bytes.Buffer
+	if rc := runInit([]string{"--zk", zks.Addr(), "--zk-root", "/other", "--datacenters", "5", "--new-fleet"}, &out, &errb); rc != exitOK {
+		t.Fatalf("init /other: %s", errb.String())
+	}
+	args := []string{"--zk", zks.Addr(), "--zk-root", "/gone", "--slot", "all", "--yes"}
+	errb.Reset()
+	if rc := runRepair(args, input{}, &out, &errb); rc != exitFailure || !strings.Contains(errb.String(), "--datacenters") {
+		t.Fatalf("repair of a deleted root without --datacenters: rc %d, %q; want a refusal naming --datacenters", rc, errb.String())
+	}
+	errb.Reset()
+	if rc := runRepair(append(args, "--datacenters", "all"), input{}, &out, &errb); rc != exitFailure || !strings.Contains(errb.String(), "/other") {
+		t.Fatalf("repair of a root owning all 32 beside /other: rc %d, %q; want an overlap naming /other", rc, errb.String())
+	}
+	if ok, _, _ := conn.Exists("/gone"); ok {
+		t.Fatal("a refused repair made the root")
+	}
+	errb.Reset()
+	if rc := runRepair(append(args, "--datacenters", "0-3"), input{}, &out, &errb); rc != exitOK {
+		t.Fatalf("repair --datacenters 0-3: rc %d, %q", rc, errb.String())
+	}
+	m, err := coordinator.ReadSlotMap(conn, "/gone")
+	if err != nil || m.Owned.String() != "0-3" || len(m.Slots) != snowflake.Slots {
+		t.Fatalf("the repaired root owns %s with %d slot nodes (%v); want 0-3 and 1024", m.Owned, len(m.Slots), err)
+	}
+}

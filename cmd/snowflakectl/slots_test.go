@@ -35,6 +35,7 @@ func startHolder(t *testing.T, zkAddr, root, advertise string) *holder {
 	cfg.Horizon = time.Second
 	cfg.ReleaseTimeout = 2 * time.Second
 	cfg.Advertise, cfg.HTTPAdvertise, cfg.Version = advertise, "127.0.0.1:1", "test"
+	fleettest.InitFleet(t, cfg.Servers, cfg.Root, "", coordinator.ZKTLS{})
 	c, err := coordinator.New(cfg, hclog.NewNullLogger(), nil)
 	if err != nil {
 		t.Fatal(err)

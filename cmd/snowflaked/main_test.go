@@ -24,6 +24,7 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker"
+	"github.com/snowfleet/snowfleet/worker/client/fleettest"
 )
 
 func TestFlags(t *testing.T) {
@@ -129,6 +130,7 @@ func startDaemonAdmin(t *testing.T, bin string, env []string, admin *http.Client
 	t.Helper()
 	d := &daemonProc{t: t, port: freePort(t), http: freePort(t), out: &syncBuffer{}, exited: make(chan struct{}), admin: admin}
 	args = append([]string{"--listen", "127.0.0.1:" + d.port, "--http", "127.0.0.1:" + d.http, "--log-level", "debug"}, args...)
+	initDaemonRoot(t, env, args)
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
@@ -158,6 +160,31 @@ func startDaemonAdmin(t *testing.T, bin string, env []string, admin *http.Client
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// initDaemonRoot makes the root a daemon started with args and env will
+// use, as snowflakectl init --new-fleet does: workers never make one. A
+// daemon without --zk is left to its test.
+func initDaemonRoot(t *testing.T, env, args []string) {
+	t.Helper()
+	get := func(name string) string {
+		if v := fleettest.FlagValue(args, "--"+name); v != "" {
+			return v
+		}
+		key := "SNOWFLAKE_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "="
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, key); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	servers := get("zk")
+	if servers == "" {
+		return
+	}
+	files := coordinator.ZKTLS{CertFile: get("zk-tls-cert-file"), KeyFile: get("zk-tls-key-file"), CACertFile: get("zk-tls-ca-cert-file")}
+	fleettest.InitFleet(t, strings.Split(servers, ","), get("zk-root"), get("zk-auth"), files)
 }
 
 func (d *daemonProc) get(path string) (int, string) {

@@ -179,7 +179,9 @@ func initFleetRoot(t *testing.T, addr, root, ranges string) coordinator.DCSet {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := coordinator.InitRoot(ctx, conn, root, zk.WorldACL(zk.PermAll), owned, 10_000); err != nil {
+	ic := coordinator.DefaultInitConfig()
+	ic.Root, ic.ACL, ic.Owned, ic.NewFleet = root, zk.WorldACL(zk.PermAll), owned, true
+	if _, err := coordinator.InitRoot(ctx, conn, ic); err != nil {
 		t.Fatalf("init %s --datacenters %s: %v", root, ranges, err)
 	}
 	return owned

@@ -181,6 +181,22 @@ func TestSnowflakedDeployment(t *testing.T) {
 	}
 	c := spec.Containers[0]
 
+	// The root is made by snowflakectl init, never by a worker: an init
+	// container of the same image on the same ensemble and root.
+	if len(spec.InitContainers) != 1 || spec.InitContainers[0].Image != c.Image ||
+		!slices.Equal(spec.InitContainers[0].Command[:2], []string{"/snowflakectl", "init"}) {
+		t.Fatalf("init containers %+v: want one running /snowflakectl init from %s", spec.InitContainers, c.Image)
+	}
+	initEnv := map[string]string{}
+	for _, e := range spec.InitContainers[0].Env {
+		initEnv[e.Name] = e.Value
+	}
+	for _, e := range c.Env {
+		if (e.Name == "SNOWFLAKE_ZK" || e.Name == "SNOWFLAKE_ZK_ROOT") && initEnv[e.Name] != e.Value {
+			t.Errorf("init container's %s %q, the worker's %q", e.Name, initEnv[e.Name], e.Value)
+		}
+	}
+
 	// Settings: environment and arguments, as the binary reads them.
 	settings := map[string]string{}
 	envIndex := map[string]int{}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
@@ -169,6 +170,7 @@ func startOnce(t testing.TB, bin string, opts Options) *Worker {
 		args = append(args, "--horizon", opts.Horizon.String())
 	}
 	args = append(args, opts.Args...)
+	InitFleet(t, strings.Split(opts.ZK, ","), opts.Root, FlagValue(opts.Args, "--zk-auth"), coordinator.ZKTLS{})
 	logf, err := os.CreateTemp(t.TempDir(), "snowflaked-*.log")
 	if err != nil {
 		t.Fatalf("fleettest: %v", err)
@@ -298,4 +300,18 @@ func StartFleet(t testing.TB, root string, n int) (*zktest.Server, []*Worker) {
 		w.WaitReady(20 * time.Second)
 	}
 	return zks, ws
+}
+
+// FlagValue is the value of flag name in args (--name value or
+// --name=value), or "".
+func FlagValue(args []string, name string) string {
+	for i, a := range args {
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
