@@ -238,4 +238,3 @@ func (s *session) checkScope(ctx context.Context, info RootInfo) error {
 		"fleets_in_ensemble", len(res.Fleets), "znodes_read", res.Nodes)
 	return nil
 }
-

@@ -135,8 +135,6 @@ func TestFleetScope(t *testing.T) {
 	}
 }
 
-
-
 // initCfg is a new fleet's init of root owning owned.
 func initCfg(root string, acl []zk.ACL, owned DCSet) InitConfig {
 	c := DefaultInitConfig()
