@@ -28,11 +28,13 @@ type InitResult struct {
 // makes an absent root (the root and its two children in one Multi, then
 // all 1,024 slot nodes reserved to our clock, then the final layout), but
 // only after scanning the ensemble for other fleets (ScanFleets, at most
-// scanLimit nodes) and refusing one that overlaps (ErrFleetOverlap). A root
+// scanLimit nodes, not entering the subtrees skip names) and refusing one
+// that overlaps (ErrFleetOverlap) or a subtree it cannot read
+// (ErrScanUnreadable). A root
 // that owns all 32 datacenters is written as a v2 root, any other as v3.
 // A root that exists with the same ranges is left alone (Made false);
 // with others it is ErrRootExists. It is snowflakectl init.
-func InitRoot(ctx context.Context, conn *zk.Conn, root string, acl []zk.ACL, owned DCSet, scanLimit int) (InitResult, error) {
+func InitRoot(ctx context.Context, conn *zk.Conn, root string, acl []zk.ACL, owned DCSet, scanLimit int, skip ...string) (InitResult, error) {
 	if !ValidRoot(root) {
 		return InitResult{}, fmt.Errorf("init: root %q is not an absolute znode path", root)
 	}
@@ -45,7 +47,7 @@ func InitRoot(ctx context.Context, conn *zk.Conn, root string, acl []zk.ACL, own
 	}
 	done := make(chan result, 1)
 	go func() {
-		res, err := initRoot(conn, root, acl, owned, scanLimit)
+		res, err := initRoot(conn, root, acl, owned, scanLimit, skip)
 		done <- result{res, err}
 	}()
 	select {
@@ -56,7 +58,7 @@ func InitRoot(ctx context.Context, conn *zk.Conn, root string, acl []zk.ACL, own
 	}
 }
 
-func initRoot(conn *zk.Conn, root string, acl []zk.ACL, owned DCSet, scanLimit int) (InitResult, error) {
+func initRoot(conn *zk.Conn, root string, acl []zk.ACL, owned DCSet, scanLimit int, skip []string) (InitResult, error) {
 	var res InitResult
 	data, st, err := conn.Get(root)
 	exists := err == nil
@@ -80,7 +82,7 @@ func initRoot(conn *zk.Conn, root string, acl []zk.ACL, owned DCSet, scanLimit i
 	case exists && st.NumChildren > 0:
 		return res, fmt.Errorf("init: %w: root %s has children but no layout JSON: not made by snowfleet", ErrLayoutMismatch, root)
 	}
-	res.Scan, err = ScanFleets(conn, scanLimit)
+	res.Scan, err = ScanFleets(conn, scanLimit, skip...)
 	if err != nil {
 		return res, fmt.Errorf("init: %w", err)
 	}
@@ -119,7 +121,7 @@ func initRoot(conn *zk.Conn, root string, acl []zk.ACL, owned DCSet, scanLimit i
 	res.Made, res.Layout = true, final.Layout
 	// Two inits racing in one ensemble both pass the scan above; the
 	// second look finds the pair (and their workers refuse to start).
-	again, err := ScanFleets(conn, scanLimit)
+	again, err := ScanFleets(conn, scanLimit, skip...)
 	if err != nil {
 		return res, fmt.Errorf("init: made root %s, but the check after: %w", root, err)
 	}

@@ -28,6 +28,8 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	z.register(fs)
 	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8 (default all 32: 0-31)")
 	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read while looking for the ensemble's other fleets")
+	var skip scanSkipFlag
+	skip.register(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching ZooKeeper and making the root")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
 		return rc
@@ -51,6 +53,9 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if *timeout <= 0 {
 		return usageError(stderr, "init", "--timeout %v must be positive", *timeout)
 	}
+	if err := skip.check(); err != nil {
+		return usageError(stderr, "init", "%v", err)
+	}
 	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
@@ -59,15 +64,18 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	res, err := coordinator.InitRoot(ctx, conn, z.root, coordinator.ACL(z.auth), owned, *scanLimit)
+	res, err := coordinator.InitRoot(ctx, conn, z.root, coordinator.ACL(z.auth), owned, *scanLimit, skip...)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
-		if errors.Is(err, zk.ErrNoAuth) {
+		if errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, coordinator.ErrScanUnreadable) {
 			fmt.Fprintln(stderr, "snowflakectl init: ZooKeeper refused a write; pass --zk-auth")
 		}
 		return exitFailure
 	}
 	where := strings.Join(servers, ",")
+	for _, p := range res.Scan.Skipped {
+		fmt.Fprintf(stderr, "snowflakectl init: %s skipped by operator (--zk-scan-skip): a fleet in it is not checked\n", p)
+	}
 	if !res.Made {
 		fmt.Fprintf(stdout, "root %s on %s exists already, layout %s, owning datacenters %s; left as it is\n", z.root, where, res.Layout, owned)
 		return exitOK
