@@ -80,7 +80,7 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			if err := s.allRefused(); err != nil {
 				return nil, err
 			}
-			s.standby(ctx)
+			s.standby(ctx, s.everyHeld(names))
 			continue
 		}
 		if c.getState() == StateStandby {
@@ -312,16 +312,35 @@ func herdDelay(window time.Duration) time.Duration {
 	return time.Duration(float64(window) * math.Log1p(u*math.Expm1(standbyLambda)) / standbyLambda)
 }
 
+// everyHeld reports whether a lease node holds every candidate slot: only
+// then does a standby show itself. One that merely avoids the free slots
+// (reserved too far past its clock, refused, damaged) could take nothing
+// that holders shortening their reservations would free.
+func (s *session) everyHeld(names []string) bool {
+	held := holders(names)
+	for _, sl := range s.candidates() {
+		if _, ok := held[sl]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // standby waits for a change of leases/ (the watch) and then a jitter, a
-// periodic re-list, or ctx.
-func (s *session) standby(ctx context.Context) {
+// periodic re-list, or ctx. Its standby node is shown while every
+// candidate slot is held (allHeld), and hidden otherwise.
+func (s *session) standby(ctx context.Context, allHeld bool) {
 	c := s.c
 	if c.getState() != StateStandby {
 		c.log.Info("every slot is held; standing by", "datacenter", c.cfg.Datacenter)
 		c.setState(StateStandby)
 		s.relist = standbyRelist
 	}
-	s.showStandby(ctx) // once per session: holders of our range shorten
+	if allHeld {
+		s.showStandby(ctx) // once per session: holders of our range shorten
+	} else {
+		s.hideStandby(ctx) // shortening would free nothing we could take
+	}
 	// Uniform in [relist/2, 3*relist/2): standbys started together drift apart.
 	t := time.NewTimer(s.relist/2 + time.Duration(mrand.Int64N(int64(s.relist))))
 	defer t.Stop()

@@ -32,6 +32,12 @@ type Config struct {
 	// for the ensemble's other fleets before serving (fleet roots are not
 	// descended into); past it the worker refuses to start (ErrScanLimit).
 	ScanLimit int
+	// ScanSkip are subtrees (absolute znode paths) that the scan for the
+	// ensemble's other fleets does not enter, named by an operator who
+	// knows no fleet is in them: a subtree whose ACL refuses us is
+	// otherwise a refusal to start (ErrScanUnreadable), since a fleet in it
+	// would go unseen. Skipped subtrees are logged at every start.
+	ScanSkip []string
 	// SessionTimeout is the ZooKeeper session timeout asked for: how long a
 	// crashed or cut-off holder keeps its slot. Pin the server's
 	// min/maxSessionTimeout so it is granted as asked.
@@ -144,6 +150,11 @@ func (c Config) Validate() error {
 	}
 	if c.ScanLimit < 1 || c.ScanLimit > 10_000_000 {
 		return bad("ScanLimit", c.ScanLimit, "is out of range 1..10000000")
+	}
+	for _, p := range c.ScanSkip {
+		if !ValidSkipPath(p) {
+			return bad("ScanSkip", p, "is not an absolute, clean znode path such as /apps/private (not /, no trailing / nor . or ..)")
+		}
 	}
 	if c.SessionTimeout < 200*time.Millisecond || c.SessionTimeout > 10*time.Minute {
 		return bad("SessionTimeout", c.SessionTimeout, "is out of range 200ms..10m")

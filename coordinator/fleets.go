@@ -29,6 +29,10 @@ var (
 	// ErrScanLimit: the ensemble holds more nodes outside fleet roots than
 	// the scan may read, so the fleets in it are not known for sure.
 	ErrScanLimit = errors.New("too many znodes to find every fleet")
+	// ErrScanUnreadable: ZooKeeper refused the scan a subtree (its ACL), so
+	// a fleet below it would go unseen and the scope cannot be verified.
+	// Errors with it wrap zk.ErrNoAuth too.
+	ErrScanUnreadable = errors.New("the scan for fleets cannot read every subtree")
 )
 
 // DefaultScanLimit is how many znodes a scan for fleets reads at most.
@@ -54,20 +58,31 @@ type Scan struct {
 	Nodes int
 	// Unreadable are nodes whose data or children ZooKeeper refused us
 	// (their ACL): a fleet's root is always world-readable, so none of
-	// them is one, but nothing below them was seen either.
+	// them is one, but nothing below them was seen either, so CheckScope
+	// refuses a scan with any (ErrScanUnreadable).
 	Unreadable []string
+	// Skipped are the subtrees the operator named to be skipped (the skip
+	// paths given to ScanFleets, Config.ScanSkip) that the walk met and did
+	// not enter: whatever fleet is in them is not checked.
+	Skipped []string
 }
 
 // ScanFleets walks the ensemble's tree breadth first from / and returns
 // every fleet root in it, recognised by its layout marker (a JSON "layout"
 // starting with snowfleet/slots/) wherever it sits. It does not descend
 // into a fleet root (whose 2,000 children are its own), nor into
-// /zookeeper. It reads at most limit nodes (DefaultScanLimit when <= 0)
-// and fails with ErrScanLimit beyond: the scope cannot then be verified.
-// go-zookeeper has no call timeouts: bound the call from outside.
-func ScanFleets(conn *zk.Conn, limit int) (Scan, error) {
+// /zookeeper, nor into the subtrees skip names (absolute paths, see
+// ValidSkipPath; reported in Scan.Skipped when met). It reads at most
+// limit nodes (DefaultScanLimit when <= 0) and fails with ErrScanLimit
+// beyond: the scope cannot then be verified. go-zookeeper has no call
+// timeouts: bound the call from outside.
+func ScanFleets(conn *zk.Conn, limit int, skip ...string) (Scan, error) {
 	if limit <= 0 {
 		limit = DefaultScanLimit
+	}
+	skipped := map[string]bool{}
+	for _, p := range skip {
+		skipped[path.Clean(p)] = true
 	}
 	var (
 		res Scan
@@ -117,7 +132,11 @@ func ScanFleets(conn *zk.Conn, limit int) (Scan, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			for _, k := range kids {
-				if c := path.Join(p, k); c != "/zookeeper" {
+				switch c := path.Join(p, k); {
+				case c == "/zookeeper":
+				case skipped[c]:
+					res.Skipped = append(res.Skipped, c)
+				default:
 					next = append(next, c)
 				}
 			}
@@ -131,7 +150,14 @@ func ScanFleets(conn *zk.Conn, limit int) (Scan, error) {
 	}
 	sort.Slice(res.Fleets, func(i, j int) bool { return res.Fleets[i].Root < res.Fleets[j].Root })
 	sort.Strings(res.Unreadable)
+	sort.Strings(res.Skipped)
 	return res, nil
+}
+
+// ValidSkipPath reports whether p can name a subtree the scan for fleets
+// skips: an absolute, clean znode path other than / itself.
+func ValidSkipPath(p string) bool {
+	return ValidRoot(p) && path.Clean(p) == p
 }
 
 // asFleet reads a node's data as a fleet root's JSON.
@@ -173,9 +199,10 @@ func Overlaps(fleets []FleetRoot) []Overlap {
 }
 
 // CheckScope is ErrFleetOverlap naming the first fleet of scan, other
-// than root itself, that owns one of owned's datacenters; nil when none
-// does. A fleet whose ranges do not read counts as owning all 32: its
-// scope cannot be verified.
+// than root itself, that owns one of owned's datacenters, else
+// ErrScanUnreadable naming every subtree the scan could not read; nil
+// when neither. A fleet whose ranges do not read counts as owning all 32:
+// its scope cannot be verified.
 func CheckScope(root string, owned DCSet, scan Scan) error {
 	for _, f := range scan.Fleets {
 		if f.Root == root {
@@ -190,7 +217,17 @@ func CheckScope(root string, owned DCSet, scan Scan) error {
 				ErrFleetOverlap, root, owned, f.Root, fleetRanges(f), both)
 		}
 	}
-	return nil
+	return checkReadable(root, scan)
+}
+
+// checkReadable is ErrScanUnreadable naming the subtrees scan could not
+// read, nil when it read them all.
+func checkReadable(root string, scan Scan) error {
+	if len(scan.Unreadable) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: scope of root %s not verified: zookeeper refuses us the subtree(s) %s (%w), and a fleet in them would go unseen; grant our identity read access (--zk-auth), or name each subtree no fleet can be in with --zk-scan-skip",
+		ErrScanUnreadable, root, strings.Join(scan.Unreadable, ", "), zk.ErrNoAuth)
 }
 
 func fleetRanges(f FleetRoot) string {
@@ -203,9 +240,16 @@ func fleetRanges(f FleetRoot) string {
 // scan runs ScanFleets on the session, bounded by the scan timeout.
 func (s *session) scan(ctx context.Context) (Scan, error) {
 	var res Scan
-	err := s.c.call(ctx, scanTimeout, func() (err error) { res, err = ScanFleets(s.conn, s.c.cfg.ScanLimit); return })
+	err := s.c.call(ctx, scanTimeout, func() (err error) {
+		res, err = ScanFleets(s.conn, s.c.cfg.ScanLimit, s.c.cfg.ScanSkip...)
+		return
+	})
 	if err != nil {
 		return Scan{}, fmt.Errorf("find the ensemble's fleets: %w", err)
+	}
+	if len(res.Skipped) > 0 {
+		s.c.log.Warn("fleet scan skipped subtrees the operator named; a fleet in them is not checked",
+			"skipped_by_operator", res.Skipped, "flag", "--zk-scan-skip")
 	}
 	return res, nil
 }
@@ -235,6 +279,6 @@ func (s *session) checkScope(ctx context.Context, info RootInfo) error {
 	s.owned = owned
 	s.c.owned.Store(uint32(owned))
 	s.c.log.Info("fleet scope verified", "root", root, "datacenters", owned.String(),
-		"fleets_in_ensemble", len(res.Fleets), "znodes_read", res.Nodes)
+		"fleets_in_ensemble", len(res.Fleets), "znodes_read", res.Nodes, "skipped_by_operator", res.Skipped)
 	return nil
 }

@@ -141,3 +141,79 @@ func initCfg(root string, acl []zk.ACL, owned DCSet) InitConfig {
 	c.Root, c.ACL, c.Owned, c.NewFleet = root, acl, owned, true
 	return c
 }
+
+// A subtree whose ACL refuses the scan hides whatever fleet is in it: a
+// worker whose scan meets one refuses to start, naming it and the flag
+// that skips it, and so does init; a subtree named in ScanSkip is not
+// entered (reported as skipped) and lets them go on.
+func TestScanUnreadableSubtree(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	ctx := context.Background()
+	mustDC := func(s string) DCSet {
+		d, err := ParseDCSet(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if _, err := InitRoot(ctx, obs, initCfg("/ours", zk.WorldACL(zk.PermAll), mustDC("0-1"))); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else's subtrees, closed to everybody but them: /locked holds
+	// a fleet overlapping ours, /private nothing.
+	other, err := Dial([]string{zs.Addr()}, "someone-else:secret", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	closed := zk.DigestACL(zk.PermAll, "someone-else", "secret")
+	for _, p := range []string{"/locked", "/private"} {
+		if _, err := other.Create(p, nil, 0, closed); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hidden := rootInfo(LayoutV3, time.Now())
+	hidden.Datacenters = "0-3"
+	if _, err := other.Create("/locked/eu", encodeRoot(hidden), 0, ACL("someone-else:secret")); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := testConfig(zs.Addr())
+	cfg.Root = "/ours"
+	err, c := runUntilErr(t, cfg)
+	if !errors.Is(err, ErrScanUnreadable) || !strings.Contains(err.Error(), "/locked, /private") ||
+		!strings.Contains(err.Error(), "--zk-scan-skip") || c.Status().Claims != 0 {
+		t.Fatalf("worker whose scan cannot read /locked and /private: %v (claims %d); want ErrScanUnreadable naming both and --zk-scan-skip, nothing claimed",
+			err, c.Status().Claims)
+	}
+	// Skipping one is not enough: the other still refuses.
+	cfg.ScanSkip = []string{"/locked"}
+	if err, _ := runUntilErr(t, cfg); !errors.Is(err, ErrScanUnreadable) || strings.Contains(err.Error(), "/locked") || !strings.Contains(err.Error(), "/private") {
+		t.Fatalf("worker skipping /locked only: %v; want ErrScanUnreadable naming /private alone", err)
+	}
+	// init refuses the same way, and goes on with the skips.
+	if _, err := InitRoot(ctx, obs, initCfg("/batch", zk.WorldACL(zk.PermAll), mustDC("9"))); !errors.Is(err, ErrScanUnreadable) || !strings.Contains(err.Error(), "/locked") {
+		t.Fatalf("init beside unreadable subtrees: %v; want ErrScanUnreadable naming /locked", err)
+	}
+	skipBoth := initCfg("/batch", zk.WorldACL(zk.PermAll), mustDC("9"))
+	skipBoth.ScanSkip = []string{"/locked", "/private"}
+	res, err := InitRoot(ctx, obs, skipBoth)
+	if err != nil || !res.Made || strings.Join(res.Scan.Skipped, ",") != "/locked,/private" || len(res.Scan.Unreadable) != 0 {
+		t.Fatalf("init skipping both: %+v, %v; want made, both reported skipped", res, err)
+	}
+	// The operator named both: the worker serves (the fleet in /locked is
+	// the operator's word against).
+	cfg.ScanSkip = []string{"/locked", "/private"}
+	w := startWorker(t, "w", cfg, nil)
+	w.waitReady(10 * time.Second)
+
+	bad := testConfig(zs.Addr())
+	for _, p := range []string{"locked", "/", "/locked/", "/a/../b", ""} {
+		bad.ScanSkip = []string{p}
+		var ce *snowflake.ConfigError
+		if err := bad.Validate(); !errors.As(err, &ce) || ce.Field != "ScanSkip" || ce.Value != p {
+			t.Errorf("ScanSkip %q: Validate %v; want a ConfigError naming ScanSkip and the value", p, err)
+		}
+	}
+}

@@ -10,7 +10,8 @@ import (
 )
 
 // orphanRelist is how often a holder with orphans outstanding (creates
-// whose answer was lost) lists leases/ to delete them when they appear.
+// whose answer was lost) lists leases/ to delete them when they appear, and
+// deletes the standby nodes of ours its renews' listings of standby/ found.
 const orphanRelist = 5 * time.Second
 
 // hold serves the lease until it is lost or ctx ends (then it releases).
@@ -58,6 +59,13 @@ func (s *session) hold(ctx context.Context, l *lease) {
 				if names, err := s.list(ctx); err == nil {
 					s.cleanOrphans(ctx, names)
 				}
+			}
+			if ctx.Err() == nil && len(s.standbyOrphans) > 0 {
+				// Standby nodes of ours in the last listing of standby/
+				// (a lost create that landed, a failed delete): each
+				// shortens our range's holders for nothing.
+				s.cleanStandbys(ctx, s.standbyOrphans)
+				s.standbyOrphans = nil
 			}
 			continue
 		}

@@ -24,6 +24,10 @@ type InitConfig struct {
 	Owned DCSet
 	// ScanLimit bounds the scan for the ensemble's other fleets.
 	ScanLimit int
+	// ScanSkip are subtrees the scan does not enter: the operator vouches
+	// that no fleet sits under them (an unreadable subtree not named here
+	// refuses the init: ErrScanUnreadable).
+	ScanSkip []string
 	// MaxHorizon and MaxSkew are the bound the root records on its
 	// workers' Horizon and MaxSkew; workers above it are refused.
 	MaxHorizon, MaxSkew time.Duration
@@ -81,7 +85,8 @@ type InitResult struct {
 // InitRoot makes a fleet's root owning cfg.Owned: the root (as
 // LayoutFilling) and its two children in one Multi, then all 1,024 slot
 // nodes, then the final layout, after scanning the ensemble for other
-// fleets and refusing one that overlaps (ErrFleetOverlap). It is the only
+// fleets and refusing one that overlaps (ErrFleetOverlap) or a subtree it
+// cannot read (ErrScanUnreadable). It is the only
 // maker of a root (snowflakectl init); workers never make one.
 //
 // The slot nodes are reserved past anything an earlier incarnation of the
@@ -150,7 +155,7 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	case exists && st.NumChildren > 0:
 		return res, fmt.Errorf("init: %w: root %s has children but no layout JSON: not made by snowfleet", ErrLayoutMismatch, root)
 	}
-	res.Scan, err = ScanFleets(conn, cfg.ScanLimit)
+	res.Scan, err = ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
 	if err != nil {
 		return res, fmt.Errorf("init: %w", err)
 	}
@@ -182,7 +187,7 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	}
 	// Two inits racing in one ensemble both pass the scan above; the
 	// second look finds the pair (and their workers refuse to start).
-	again, err := ScanFleets(conn, cfg.ScanLimit)
+	again, err := ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
 	if err != nil {
 		return res, fmt.Errorf("init: made root %s, but the check after: %w", root, err)
 	}

@@ -36,13 +36,22 @@ type session struct {
 	// owned are the datacenters the root owns, read (and checked against
 	// the ensemble's other fleets) by ensureRoot; claims stay inside them.
 	owned DCSet
-	// standbyNode is our standby node while we stand by (standby.go), made
-	// on standbySession; standbyRetryAt delays a retry after a failure.
+	// standbyNode is our standby node while we stand by (standby.go),
+	// made by the create of standbyGUID and owned by standbySession;
+	// standbyRetryAt delays a retry after a failure.
 	standbyNode    string
+	standbyGUID    string
 	standbySession int64
 	standbyRetryAt time.Time
-	// standbyNames is the last listing of standby/ while holding.
-	standbyNames []string
+	// standbyGUIDs are the GUIDs of our standby creates whose node may
+	// exist (not known deleted); standbySessions the sessions named in
+	// them. A node in standby/ with either is ours (ownStandby).
+	standbyGUIDs    map[string]struct{}
+	standbySessions map[int64]struct{}
+	// standbyNames is the last listing of standby/ while holding, less
+	// our own nodes; standbyOrphans are those (deleted on the orphan tick).
+	standbyNames   []string
+	standbyOrphans []string
 	// shortened: the last renew used StandbyHorizon (for the log).
 	shortened bool
 }

@@ -107,6 +107,8 @@ type RepairConfig struct {
 	Owned DCSet
 	// ScanLimit bounds the scans for other fleets around making a root.
 	ScanLimit int
+	// ScanSkip are subtrees those scans do not enter (as InitConfig's).
+	ScanSkip []string
 }
 
 // RepairSlots deliberately re-creates what an operator (or an accident)
@@ -155,7 +157,7 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 			return fmt.Errorf("repair: %w: root %s is missing; re-making it needs the datacenters it owned (--datacenters RANGES, or all): a root owning others would claim another fleet's slots", ErrDamaged, root)
 		}
 		info.Datacenters, res.Owned = cfg.Owned.String(), cfg.Owned
-		scan, err := ScanFleets(conn, cfg.ScanLimit)
+		scan, err := ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
 		if err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
@@ -216,7 +218,7 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 	if _, err := conn.Set(root, encodeRoot(info.finished()), 0); err != nil {
 		return fmt.Errorf("repair: write layout into root %s: %w", root, err)
 	}
-	again, err := ScanFleets(conn, cfg.ScanLimit)
+	again, err := ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
 	if err != nil {
 		return fmt.Errorf("repair: made root %s, but the check after: %w", root, err)
 	}

@@ -2,6 +2,8 @@ package coordinator
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,19 +20,28 @@ import (
 
 // Standbys make themselves visible, so that holders shorten their
 // reservations only while it buys something: a waiting standby's takeover
-// after a crash. Each standby has one ephemeral node under standby/, named
-// for the range it waits for and its session:
+// after a crash. A standby shows itself only while every slot it may take
+// is held: one that merely avoids the free ones (its clock far behind
+// their reservations, a refused or damaged slot node) could take nothing
+// a holder's shortening frees. Each standby has one ephemeral node under
+// standby/, named as a protected node (as lease nodes are) for the range
+// it waits for and the session it was made on:
 //
 //	/snowflake/standby/
-//	  dc03-s0123456789abcdef   a standby pinned to datacenter 3
-//	  any-s0123456789abcdef    a standby that takes any slot
+//	  _c_<guid>-dc03-s0123456789abcdef   a standby pinned to datacenter 3
+//	  _c_<guid>-any-s0123456789abcdef    a standby that takes any slot
 //
-// with JSON {addr, http, host, pid, version, since}, as a lease node. The
-// name is fixed per session, so a create whose answer was lost and that
-// lands later is our own node (ErrNodeExists), found and deleted by name,
-// and it goes with the session in any case. standby/ itself is made by the
-// first standby (it is advisory: a missing or refused node costs only the
-// shortening, never an ID). Holders list standby/ at each renew.
+// with JSON {addr, http, host, pid, version, since}, as a lease node.
+// (Builds before the GUID named them dc03-s<session> and any-s<session>;
+// both are read.) The GUID is fresh for every create, so a create whose
+// answer was lost is looked for by its exact name and its ephemeralOwner
+// checked, and a node of ours left behind (a lost create that lands later,
+// even on a later session; a delete that failed) is known by its GUID or
+// by a session of ours in its name: a holder deletes those when it takes
+// a slot and on its orphan tick, and does not let them shorten its own
+// reservation. standby/ itself is made by the first standby (it is
+// advisory: a missing or refused node costs only the shortening, never an
+// ID). Holders list standby/ at each renew.
 
 // standbyRetry is how long a standby whose node could not be made waits
 // before trying again (the failure is logged once per try).
@@ -42,34 +53,64 @@ func StandbyPath(root string) string { return path.Join(root, "standby") }
 // standbyAny is the name prefix of a standby that takes any slot.
 const standbyAny = "any"
 
+// guidLen is the length of a protected node's GUID (32 hex digits).
+const guidLen = 32
+
+// newGUID is a fresh GUID for a protected node's name.
+func newGUID() string {
+	var g [guidLen / 2]byte
+	_, _ = rand.Read(g[:])
+	return hex.EncodeToString(g[:])
+}
+
 // standbyName is the node name of a standby of datacenter dc (-1: any) on
-// session sid.
-func standbyName(dc int, sid int64) string {
+// session sid, made by the create of guid.
+func standbyName(guid string, dc int, sid int64) string {
 	rng := standbyAny
 	if dc >= 0 {
 		rng = fmt.Sprintf("dc%02d", dc)
 	}
-	return fmt.Sprintf("%s-s%016x", rng, uint64(sid))
+	return fmt.Sprintf("%s%s-%s-s%016x", protectedPrefix, guid, rng, uint64(sid))
 }
 
 // ParseStandbyName is the datacenter a standby node waits for, -1 for any
 // slot.
 func ParseStandbyName(name string) (int, error) {
-	rng, _, ok := strings.Cut(name, "-s")
+	dc, _, _, err := parseStandby(name)
+	return dc, err
+}
+
+// parseStandby splits a standby node's name: the datacenter it waits for
+// (-1: any), the GUID of its create ("" in a name without one) and the
+// session it was made on.
+func parseStandby(name string) (dc int, guid string, sid int64, err error) {
+	rest := name
+	if strings.HasPrefix(rest, protectedPrefix) {
+		g := strings.TrimPrefix(rest, protectedPrefix)
+		if len(g) <= guidLen || g[guidLen] != '-' {
+			return 0, "", 0, fmt.Errorf("standby node %q: want %s<guid>-dcNN-s<session> or %s<guid>-any-s<session>", name, protectedPrefix, protectedPrefix)
+		}
+		guid, rest = g[:guidLen], g[guidLen+1:]
+	}
+	rng, sess, ok := strings.Cut(rest, "-s")
 	if !ok {
-		return 0, fmt.Errorf("standby node %q: want dcNN-s<session> or any-s<session>", name)
+		return 0, "", 0, fmt.Errorf("standby node %q: want %s<guid>-dcNN-s<session> or %s<guid>-any-s<session>", name, protectedPrefix, protectedPrefix)
+	}
+	u, err := strconv.ParseUint(sess, 16, 64)
+	if err != nil {
+		return 0, "", 0, fmt.Errorf("standby node %q: session %q is not hex", name, sess)
 	}
 	if rng == standbyAny {
-		return -1, nil
+		return -1, guid, int64(u), nil
 	}
 	if !strings.HasPrefix(rng, "dc") {
-		return 0, fmt.Errorf("standby node %q: range %q is neither dcNN nor any", name, rng)
+		return 0, "", 0, fmt.Errorf("standby node %q: range %q is neither dcNN nor any", name, rng)
 	}
-	dc, err := strconv.Atoi(rng[2:])
+	dc, err = strconv.Atoi(rng[2:])
 	if err != nil || dc < 0 || dc > snowflake.MaxDatacenter {
-		return 0, fmt.Errorf("standby node %q: datacenter %q is out of range 0..%d", name, rng[2:], snowflake.MaxDatacenter)
+		return 0, "", 0, fmt.Errorf("standby node %q: datacenter %q is out of range 0..%d", name, rng[2:], snowflake.MaxDatacenter)
 	}
-	return dc, nil
+	return dc, guid, int64(u), nil
 }
 
 // StandbyInfo is one waiting standby, for the slot map.
@@ -131,17 +172,24 @@ func standbyCounts(names []string, dc int) bool {
 
 // showStandby makes our standby node, once per session; a failure (an ACL
 // on the root, say) is logged and retried after standbyRetry: the worker
-// stands by all the same, only holders keep their full horizon.
+// stands by all the same, only holders keep their full horizon. A create
+// whose answer was lost is looked for by its name (its GUID), and kept only
+// if our current session owns it.
 func (s *session) showStandby(ctx context.Context) {
 	c := s.c
 	sid := s.conn.SessionID()
 	if sid == 0 || (s.standbyNode != "" && s.standbySession == sid) || time.Now().Before(s.standbyRetryAt) {
 		return
 	}
+	if s.standbyNode != "" {
+		s.hideStandby(ctx) // made on a session since gone: delete it, should it be ours still
+	}
 	dir := StandbyPath(c.cfg.Root)
-	p := dir + "/" + standbyName(c.cfg.Datacenter, sid)
+	guid := newGUID()
+	p := dir + "/" + standbyName(guid, c.cfg.Datacenter, sid)
 	data := encodeLease(leaseData{Addr: c.cfg.Advertise, HTTP: c.cfg.HTTPAdvertise, Host: hostname(),
 		PID: os.Getpid(), Version: c.cfg.Version, Since: time.Now().UTC()})
+	s.trackStandby(guid, sid)
 	create := func() error {
 		return c.call(ctx, 0, func() error {
 			_, err := s.conn.Create(p, data, zk.FlagEphemeral, c.acl)
@@ -159,24 +207,119 @@ func (s *session) showStandby(ctx context.Context) {
 			err = create()
 		}
 	}
-	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	if err != nil && !unknownOutcome(err) {
+		delete(s.standbyGUIDs, guid) // refused: no node was made
 		s.standbyRetryAt = time.Now().Add(standbyRetry)
 		c.log.Warn("cannot create our standby node; standing by unseen (holders keep their full horizon)",
 			"path", p, "retry_in", standbyRetry, "error", err)
 		return
 	}
-	s.standbyNode, s.standbySession = p, sid
-}
-
-// hideStandby deletes our standby node, once we hold a slot.
-func (s *session) hideStandby(ctx context.Context) {
-	if s.standbyNode == "" {
+	// Made, or perhaps (the answer lost): which session owns it? A create
+	// go-zookeeper resent on a later session belongs to that one.
+	var (
+		ok bool
+		st *zk.Stat
+	)
+	xerr := c.call(ctx, 0, func() (err error) { ok, st, err = s.conn.Exists(p); return })
+	switch {
+	case xerr != nil || !ok:
+		// Unknown, or not (yet) there: its GUID stays tracked, so a node
+		// that lands later is deleted once we hold a slot.
+		c.log.Debug("standby node create outcome unknown; trying again", "path", p, "error", errors.Join(err, xerr))
+		return
+	case st.EphemeralOwner != s.conn.SessionID():
+		c.log.Debug("standby node belongs to another session of ours; deleting it", "path", p,
+			"owner", fmt.Sprintf("%x", st.EphemeralOwner))
+		s.deleteStandby(ctx, p, guid)
 		return
 	}
-	if s.standbySession == s.conn.SessionID() {
-		s.deletePath(ctx, s.standbyNode)
+	s.standbyNode, s.standbyGUID, s.standbySession = p, guid, st.EphemeralOwner
+}
+
+// trackStandby remembers a standby create of ours: its GUID until its node
+// is known gone, the session named in it for the session's life.
+func (s *session) trackStandby(guid string, sid int64) {
+	if s.standbyGUIDs == nil {
+		s.standbyGUIDs = map[string]struct{}{}
+		s.standbySessions = map[int64]struct{}{}
 	}
-	s.standbyNode, s.standbySession = "", 0
+	s.standbyGUIDs[guid] = struct{}{}
+	s.standbySessions[sid] = struct{}{}
+}
+
+// ownStandby reports whether a node in standby/ is ours but not the one we
+// show: made by a create of ours (its GUID), or named for a session of
+// ours (one we made standby nodes on, or the current one).
+func (s *session) ownStandby(name string) bool {
+	if s.standbyNode != "" && name == path.Base(s.standbyNode) {
+		return false
+	}
+	_, guid, sid, err := parseStandby(name)
+	if err != nil {
+		return false
+	}
+	if _, ok := s.standbyGUIDs[guid]; ok && guid != "" {
+		return true
+	}
+	if _, ok := s.standbySessions[sid]; ok {
+		return true
+	}
+	return sid != 0 && sid == s.conn.SessionID()
+}
+
+// deleteStandby deletes a standby node of ours; its GUID is forgotten once
+// the node is known gone. false when the delete failed.
+func (s *session) deleteStandby(ctx context.Context, p, guid string) bool {
+	if !s.deletePath(ctx, p) {
+		return false
+	}
+	if guid != "" {
+		delete(s.standbyGUIDs, guid)
+	}
+	return true
+}
+
+// hideStandby deletes our standby node, once we hold a slot or may take
+// one, and any other standby node of ours (a lost create that landed).
+func (s *session) hideStandby(ctx context.Context) {
+	if s.standbyNode != "" {
+		if !s.deleteStandby(ctx, s.standbyNode, s.standbyGUID) {
+			// Its GUID stays tracked: the orphan tick deletes it.
+			s.c.log.Warn("cannot delete our standby node; deleting it later (meanwhile holders of our range keep the standby horizon)",
+				"path", s.standbyNode)
+		}
+		s.standbyNode, s.standbyGUID, s.standbySession = "", "", 0
+	}
+	if len(s.standbyGUIDs) == 0 {
+		return
+	}
+	var names []string
+	if err := s.c.call(ctx, 0, func() (err error) {
+		names, _, err = s.conn.Children(StandbyPath(s.c.cfg.Root))
+		return err
+	}); err != nil {
+		return // the orphan tick looks again
+	}
+	s.cleanStandbys(ctx, names)
+}
+
+// cleanStandbys deletes the standby nodes named in names that are ours
+// (ownStandby): while we hold a slot, or may take one, each would shorten
+// the reservations of our range's holders for nothing, for as long as the
+// session that owns it lives.
+func (s *session) cleanStandbys(ctx context.Context, names []string) {
+	for _, n := range names {
+		if !s.ownStandby(n) {
+			continue
+		}
+		_, guid, _, _ := parseStandby(n)
+		p := StandbyPath(s.c.cfg.Root) + "/" + n
+		if s.deleteStandby(ctx, p, guid) {
+			s.c.log.Info("deleted a standby node of ours left behind", "path", p)
+		} else {
+			s.c.log.Debug("cannot delete a standby node of ours left behind; trying again", "path", p)
+		}
+	}
 }
 
 // listStandbys reads the names in standby/ into standbyNames, once a
@@ -192,9 +335,19 @@ func (s *session) listStandbys(ctx context.Context) {
 	})
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
-		s.standbyNames = nil
+		s.standbyNames, s.standbyOrphans = nil, nil
 	case err == nil:
-		s.standbyNames = names
+		// Our own nodes (a standby node of ours left behind) wait for
+		// nothing: they do not count, and the orphan tick deletes them.
+		var others, ours []string
+		for _, n := range names {
+			if s.ownStandby(n) {
+				ours = append(ours, n)
+			} else {
+				others = append(others, n)
+			}
+		}
+		s.standbyNames, s.standbyOrphans = others, ours
 	}
 }
 

@@ -100,14 +100,14 @@ func TestStandbyOfOtherDatacenterIgnored(t *testing.T) {
 	if _, err := obs.Create(StandbyPath(cfg.Root), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := obs.Create(StandbyPath(cfg.Root)+"/"+standbyName(5, 0x1234), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := obs.Create(StandbyPath(cfg.Root)+"/"+standbyName(newGUID(), 5, 0x1234), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(4 * cfg.Renew)
 	if d := ahead(t, obs, cfg.Root, testSlot); d < cfg.Horizon-cfg.Renew-200*time.Millisecond {
 		t.Fatalf("a standby of dc05 shortened dc03's reservation to %v", d)
 	}
-	if _, err := obs.Create(StandbyPath(cfg.Root)+"/"+standbyName(3, 0x1234), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := obs.Create(StandbyPath(cfg.Root)+"/"+standbyName(newGUID(), 3, 0x1234), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 2*cfg.Renew+500*time.Millisecond, "dc03's reservation shortened by a dc03 standby", func() bool {
@@ -166,4 +166,144 @@ func TestStandbyNodeRefused(t *testing.T) {
 	})
 	a.Stop() // released: B takes it although nobody saw it wait
 	waitFor(t, 10*time.Second, "B serving", func() bool { return b.c.Ready() })
+}
+
+// fullHorizon reports whether slot s is reserved about a full horizon
+// ahead, as with no standby waiting.
+func fullHorizon(t *testing.T, conn *zk.Conn, cfg Config, s snowflake.Slot) bool {
+	return ahead(t, conn, cfg.Root, s) > cfg.Horizon-cfg.Renew-200*time.Millisecond
+}
+
+// A standby node of our own session that we do not track (here made
+// through the holder's own connection, as a create of ours whose answer
+// was lost and that landed later) is deleted on the orphan tick, and does
+// not shorten our reservation meanwhile.
+func TestStandbyNodeOfOurSessionDeleted(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	cfg := pinned(standbyConfig(zs.Addr()), testSlot)
+	a := startWorker(t, "A", cfg, newRecorder())
+	a.waitReady(10 * time.Second)
+	if _, err := obs.Create(StandbyPath(cfg.Root), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	conn := a.c.conn.Load()
+	p := StandbyPath(cfg.Root) + "/" + standbyName(newGUID(), -1, conn.SessionID())
+	if _, err := conn.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * cfg.Renew)
+	if !fullHorizon(t, obs, cfg, testSlot) {
+		t.Errorf("A shortened its reservation to %v for a standby node of its own", ahead(t, obs, cfg.Root, testSlot))
+	}
+	waitFor(t, orphanRelist+2*time.Second, "A's own standby node deleted", func() bool {
+		ok, _, err := obs.Exists(p)
+		return err == nil && !ok
+	})
+}
+
+// A standby whose delete of its node fails as it takes a slot (standby/
+// refuses deletes) leaves the node behind for its session's life; once
+// the delete can succeed, the orphan tick deletes it. Meanwhile its own
+// node does not shorten its own reservation.
+func TestStandbyNodeDeleteFailedThenDeleted(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	cfg := pinned(standbyConfig(zs.Addr()), testSlot)
+	rec := newRecorder()
+	a := startWorker(t, "A", cfg, rec)
+	a.waitReady(10 * time.Second)
+	if _, err := obs.Create(StandbyPath(cfg.Root), nil, 0, zk.WorldACL(zk.PermRead|zk.PermCreate|zk.PermAdmin)); err != nil {
+		t.Fatal(err)
+	}
+	b := startWorker(t, "B", cfg, rec)
+	waitFor(t, 10*time.Second, "B's standby node", func() bool {
+		names, _, err := obs.Children(StandbyPath(cfg.Root))
+		return err == nil && len(names) == 1
+	})
+	a.Stop()
+	b.waitReady(10 * time.Second)
+	time.Sleep(3 * cfg.Renew)
+	names, _, err := obs.Children(StandbyPath(cfg.Root))
+	if err != nil || len(names) != 1 {
+		t.Fatalf("standby/ holds %q (%v); want B's node, whose delete standby/ refused", names, err)
+	}
+	if !fullHorizon(t, obs, cfg, testSlot) {
+		t.Errorf("B shortened its reservation to %v for its own standby node", ahead(t, obs, cfg.Root, testSlot))
+	}
+	if _, err := obs.SetACL(StandbyPath(cfg.Root), zk.WorldACL(zk.PermAll), -1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, orphanRelist+2*time.Second, "B's standby node deleted", func() bool {
+		names, _, err := obs.Children(StandbyPath(cfg.Root))
+		return err == nil && len(names) == 0
+	})
+	rec.checkDisjoint(t)
+}
+
+// A standby that can take nothing although a slot is free (it avoids the
+// free one: reserved far past its clock) does not show itself, so the
+// holders keep their full horizon; it shows itself once every slot it may
+// take is held.
+func TestStandbyAvoidingFreeSlotUnseen(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	cfg := pinned(standbyConfig(zs.Addr()), testSlot)
+	a := startWorker(t, "A", cfg, newRecorder())
+	a.waitReady(10 * time.Second)
+	other := snowflake.Slot{Datacenter: 3, Machine: 5}
+	now := time.Now().UnixMilli()
+	if _, err := obs.Set(SlotPath(cfg.Root, other), encodeSlot(SlotRecord{ReservedUntilMs: now + time.Hour.Milliseconds(), UpdatedMs: now}), -1); err != nil {
+		t.Fatal(err)
+	}
+	bcfg := cfg
+	bcfg.slots = []snowflake.Slot{testSlot, other}
+	b := startWorker(t, "B", bcfg, nil)
+	waitFor(t, 10*time.Second, "B standing by", func() bool { return b.c.Status().State == StateStandby })
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if names, _, _ := obs.Children(StandbyPath(cfg.Root)); len(names) != 0 {
+			t.Fatalf("B, which avoids the free slot %s, shows itself: standby/ holds %q", other, names)
+		}
+		if !fullHorizon(t, obs, cfg, testSlot) {
+			t.Fatalf("A shortened its reservation to %v for a standby that can take nothing", ahead(t, obs, cfg.Root, testSlot))
+		}
+	}
+	// Every slot B may take held: it shows itself.
+	if _, err := obs.Set(SlotPath(cfg.Root, other), encodeSlot(SlotRecord{ReservedUntilMs: now, UpdatedMs: now}), -1); err != nil {
+		t.Fatal(err)
+	}
+	c := startWorker(t, "C", pinned(cfg, other), nil)
+	c.waitReady(15 * time.Second)
+	waitFor(t, 15*time.Second, "B's standby node once both slots are held", func() bool {
+		names, _, err := obs.Children(StandbyPath(cfg.Root))
+		return err == nil && len(names) == 1
+	})
+}
+
+// Standby node names carry the create's GUID; names without one (builds
+// before it) still read, so holders of a mixed fleet count both.
+func TestParseStandbyName(t *testing.T) {
+	g := "0123456789abcdef0123456789abcdef"
+	for _, c := range []struct {
+		name string
+		dc   int
+		guid string
+		sid  int64
+	}{
+		{"_c_" + g + "-dc07-s00000000000000ab", 7, g, 0xab},
+		{"_c_" + g + "-any-s0100000ae6700002", -1, g, 0x0100000ae6700002},
+		{"dc31-s00000000000000ab", 31, "", 0xab},
+		{"any-s0000000000001234", -1, "", 0x1234},
+		{standbyName(g, 3, 0x1234), 3, g, 0x1234},
+	} {
+		dc, guid, sid, err := parseStandby(c.name)
+		if err != nil || dc != c.dc || guid != c.guid || sid != c.sid {
+			t.Errorf("parseStandby(%q) = %d, %q, %x, %v; want %d, %q, %x", c.name, dc, guid, sid, err, c.dc, c.guid, c.sid)
+		}
+	}
+	for _, bad := range []string{"", "dc32-s00", "_c_" + g + "dc07-s00", "_c_short-dc07-s00", "xy-s00", "dc07-sZZ", "dc07"} {
+		if _, err := ParseStandbyName(bad); err == nil {
+			t.Errorf("ParseStandbyName(%q) accepted", bad)
+		}
+	}
 }

@@ -31,23 +31,32 @@ type fleetsReport struct {
 	Overlaps []string   `json:"overlaps"`
 	// Failed are the ensembles that could not be scanned whole.
 	Failed []string `json:"failed"`
+	// Unreadable are the subtrees (ensemble + path) ZooKeeper refused the
+	// scan: a fleet in them went unseen (exit 3 when nothing worse).
+	Unreadable []string `json:"unreadable"`
+	// Skipped are the subtrees (ensemble + path) not entered, as
+	// --zk-scan-skip asked.
+	Skipped []string `json:"skipped"`
 }
 
 // runFleets is snowflakectl fleets: every fleet of the ensembles given, and
 // the overlaps between them, in one ensemble or across them (IDs of two
 // regions collide as surely as those of two roots in one ensemble).
 func runFleets(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("fleets", "[--zk-auth user:password] [--json] ENSEMBLE [ENSEMBLE...]",
+	fs := newFlagSet("fleets", "[--zk-auth user:password] [--zk-scan-skip PATH]... [--json] ENSEMBLE [ENSEMBLE...]",
 		"Lists every fleet root in the ensembles given (each argument one ensemble's\n"+
 			"comma-separated host:port list) with the datacenters it owns, and exits 1\n"+
 			"when two of them own a datacenter in common, in one ensemble or across\n"+
-			"ensembles, or when an ensemble could not be scanned whole. Run it with every\n"+
-			"region's ensemble before opening a region.")
+			"ensembles, or when an ensemble could not be scanned whole; otherwise 3 when\n"+
+			"ZooKeeper refused it a subtree (a fleet in it went unseen) that --zk-scan-skip\n"+
+			"does not name. Run it with every region's ensemble before opening a region.")
 	auth := fs.String("zk-auth", "", "ZooKeeper digest auth `user:password`; fleet roots are world-readable, so rarely needed")
 	var zt zkTLSFlags
 	zt.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object {fleets, overlaps, failed}")
 	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read per ensemble")
+	var skip scanSkipFlag
+	skip.register(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching and scanning each ensemble")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
 		return rc
@@ -63,6 +72,9 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	}
 	if *scanLimit < 1 || *timeout <= 0 {
 		return usageError(stderr, "fleets", "--scan-limit %d and --timeout %v must be positive", *scanLimit, *timeout)
+	}
+	if err := skip.check(); err != nil {
+		return usageError(stderr, "fleets", "%v", err)
 	}
 	var ensembles [][]string
 	seen := map[string]bool{}
@@ -83,11 +95,11 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 			ensembles = append(ensembles, servers)
 		}
 	}
-	rep := fleetsReport{Fleets: []fleetRow{}, Overlaps: []string{}, Failed: []string{}}
+	rep := fleetsReport{Fleets: []fleetRow{}, Overlaps: []string{}, Failed: []string{}, Unreadable: []string{}, Skipped: []string{}}
 	var all []coordinator.FleetRoot
 	for _, servers := range ensembles {
 		name := strings.Join(servers, ",")
-		scan, err := scanEnsemble(servers, *auth, zt.files, *scanLimit, *timeout)
+		scan, err := scanEnsemble(servers, *auth, zt.files, *scanLimit, skip, *timeout)
 		if err != nil {
 			rep.Failed = append(rep.Failed, name)
 			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %v\n", name, err)
@@ -104,7 +116,12 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 			all = append(all, f)
 		}
 		for _, p := range scan.Unreadable {
-			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s is not readable to us; nothing below it was seen\n", name, p)
+			rep.Unreadable = append(rep.Unreadable, name+p)
+			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s is not readable to us (its ACL): a fleet in it went unseen; grant read access (--zk-auth), or name it with --zk-scan-skip if no fleet can be in it\n", name, p)
+		}
+		for _, p := range scan.Skipped {
+			rep.Skipped = append(rep.Skipped, name+p)
+			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s skipped by operator (--zk-scan-skip): a fleet in it is not checked\n", name, p)
 		}
 	}
 	for _, o := range coordinator.Overlaps(all) {
@@ -128,16 +145,26 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 		for _, o := range rep.Overlaps {
 			fmt.Fprintf(stdout, "OVERLAP: %s\n", o)
 		}
-		fmt.Fprintf(stdout, "%d fleet(s) in %d ensemble(s); %d overlap(s)\n", len(rep.Fleets), len(ensembles)-len(rep.Failed), len(rep.Overlaps))
+		fmt.Fprintf(stdout, "%d fleet(s) in %d ensemble(s); %d overlap(s)", len(rep.Fleets), len(ensembles)-len(rep.Failed), len(rep.Overlaps))
+		if len(rep.Unreadable) > 0 {
+			fmt.Fprintf(stdout, "; %d unreadable subtree(s): scope not verified", len(rep.Unreadable))
+		}
+		if len(rep.Skipped) > 0 {
+			fmt.Fprintf(stdout, "; %d skipped by operator", len(rep.Skipped))
+		}
+		fmt.Fprintln(stdout)
 	}
-	if len(rep.Overlaps) > 0 || len(rep.Failed) > 0 {
+	switch {
+	case len(rep.Overlaps) > 0 || len(rep.Failed) > 0:
 		return exitFailure
+	case len(rep.Unreadable) > 0:
+		return exitUnverified
 	}
 	return exitOK
 }
 
 // scanEnsemble finds the fleets of one ensemble, bounded by timeout.
-func scanEnsemble(servers []string, auth string, files coordinator.ZKTLS, limit int, timeout time.Duration) (coordinator.Scan, error) {
+func scanEnsemble(servers []string, auth string, files coordinator.ZKTLS, limit int, skip []string, timeout time.Duration) (coordinator.Scan, error) {
 	conn, err := coordinator.DialTLS(servers, auth, files, min(max(timeout, 2*time.Second), 10*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		return coordinator.Scan{}, err
@@ -149,7 +176,7 @@ func scanEnsemble(servers []string, auth string, files coordinator.ZKTLS, limit 
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := coordinator.ScanFleets(conn, limit)
+		s, err := coordinator.ScanFleets(conn, limit, skip...)
 		done <- result{s, err}
 	}()
 	select {

@@ -36,6 +36,8 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	z.register(fs)
 	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8 (default all 32: 0-31)")
 	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read while looking for the ensemble's other fleets")
+	var skip scanSkipFlag
+	skip.register(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching ZooKeeper and making the root")
 	maxHorizon := fs.Duration("max-horizon", coordinator.DefaultMaxHorizon, "the largest --horizon the fleet's workers may run with (recorded in the root)")
 	maxSkew := fs.Duration("max-skew", coordinator.DefaultMaxSkew, "the largest --max-skew the fleet's workers may run with (recorded in the root)")
@@ -58,7 +60,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	}
 	ic := coordinator.DefaultInitConfig()
 	ic.Root, ic.ACL, ic.Owned, ic.ScanLimit = z.root, coordinator.ACL(z.auth), owned, *scanLimit
-	ic.MaxHorizon, ic.MaxSkew, ic.NewFleet = *maxHorizon, *maxSkew, *newFleet
+	ic.MaxHorizon, ic.MaxSkew, ic.NewFleet, ic.ScanSkip = *maxHorizon, *maxSkew, *newFleet, skip
 	if err := ic.Validate(); err != nil {
 		flagName := map[string]string{"ScanLimit": "--scan-limit", "MaxHorizon": "--max-horizon", "MaxSkew": "--max-skew", "Root": "--zk-root", "Owned": "--datacenters"}
 		var ce *snowflake.ConfigError
@@ -69,6 +71,9 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	}
 	if *timeout <= 0 {
 		return usageError(stderr, "init", "--timeout %v must be positive", *timeout)
+	}
+	if err := skip.check(); err != nil {
+		return usageError(stderr, "init", "%v", err)
 	}
 	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
 	if err != nil {
@@ -81,12 +86,15 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	res, err := coordinator.InitRoot(ctx, conn, ic)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
-		if errors.Is(err, zk.ErrNoAuth) {
+		if errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, coordinator.ErrScanUnreadable) {
 			fmt.Fprintln(stderr, "snowflakectl init: ZooKeeper refused a write; pass --zk-auth")
 		}
 		return exitFailure
 	}
 	where := strings.Join(servers, ",")
+	for _, p := range res.Scan.Skipped {
+		fmt.Fprintf(stderr, "snowflakectl init: %s skipped by operator (--zk-scan-skip): a fleet in it is not checked\n", p)
+	}
 	if !res.Made {
 		fmt.Fprintf(stdout, "root %s on %s exists already, layout %s, owning datacenters %s; left as it is\n", z.root, where, res.Layout, owned)
 		return exitOK

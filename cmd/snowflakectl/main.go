@@ -14,7 +14,8 @@ import (
 )
 
 // command is one subcommand. run gets the arguments after the subcommand's
-// name and returns the exit status: 0 ok, 1 failure, 2 bad usage or input.
+// name and returns the exit status: 0 ok, 1 failure, 2 bad usage or input,
+// 3 (fleets) a subtree could not be read, so the scope is not verified.
 type command struct {
 	summary string
 	run     func(args []string, stdout, stderr io.Writer) int
@@ -25,6 +26,9 @@ const (
 	exitOK      = 0
 	exitFailure = 1
 	exitUsage   = 2
+	// exitUnverified: fleets found no overlap, but ZooKeeper refused it a
+	// subtree (its ACL), so a fleet in it went unseen.
+	exitUnverified = 3
 )
 
 func commands() map[string]command {

@@ -50,6 +50,8 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	slotsFlag := fs.String("slot", "", "the `slots` to re-create: dcNN-mNN, comma-separated, or all")
 	untilFlag := fs.String("reserve-until", "", "the reservation of the re-created nodes: Unix `ms`, or now+DURATION (default now + the root's bound, 41s by default)")
 	unsafeLow := fs.Bool("unsafe-low-reservation", false, "allow a --reserve-until below now + the root's bound: the re-created slots can repeat IDs a holder issued up to then")
+	var skip scanSkipFlag
+	skip.register(fs)
 	dcs := fs.String("datacenters", "", "the datacenter `ranges` a root made again owns, such as 0-3,8, or all (required when the root is missing)")
 	yes := fs.Bool("yes", false, "do not ask for confirmation (for scripts)")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and repairing")
@@ -87,6 +89,9 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	if *timeout <= 0 {
 		return usageError(stderr, "repair", "--timeout %v must be positive", *timeout)
 	}
+	if err := skip.check(); err != nil {
+		return usageError(stderr, "repair", "%v", err)
+	}
 	if !*yes && !in.terminal {
 		return usageError(stderr, "repair", "refusing without confirmation: stdin is not a terminal; pass --yes to repair from a script")
 	}
@@ -119,7 +124,7 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		}
 	}
 	res, err := coordinator.RepairSlots(ctx, conn, coordinator.RepairConfig{Root: z.root, ACL: coordinator.ACL(z.auth),
-		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned})
+		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, ScanSkip: skip})
 	until = res.ReservedUntilMs
 	for _, p := range res.MadeTree {
 		fmt.Fprintf(stdout, "made %s\n", p)

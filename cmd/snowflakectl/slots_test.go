@@ -238,7 +238,7 @@ func TestSlotsShowsStandbys(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := []byte(`{"addr":"10.0.0.9:7609","host":"sb1","pid":42,"version":"test","since":"2026-12-03T10:00:00Z"}`)
-	if _, err := conn.Create(coordinator.StandbyPath(root)+"/dc05-s00000000000000ab", data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := conn.Create(coordinator.StandbyPath(root)+"/_c_0123456789abcdef0123456789abcdef-dc05-s00000000000000ab", data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	rep := slotsJSON(t, append(zkFlag, "--json"))
@@ -250,7 +250,7 @@ func TestSlotsShowsStandbys(t *testing.T) {
 		t.Fatalf("slots rc %d, stderr %s", rc, errb.String())
 	}
 	t.Logf("slots:\n%s", out.String())
-	for _, want := range []string{"1 standby waiting", "dc05-s00000000000000ab", "datacenter 5", "10.0.0.9:7609", "sb1"} {
+	for _, want := range []string{"1 standby waiting", "_c_0123456789abcdef0123456789abcdef-dc05-s00000000000000ab", "datacenter 5", "10.0.0.9:7609", "sb1"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q", want)
 		}

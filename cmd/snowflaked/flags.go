@@ -76,6 +76,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&c.Advertise, coord("Advertise", "advertise"), c.Advertise, "address clients reach the ID service at, published in the lease node (default hostname:listen-port, or listen-ip:port when --listen names one address)")
 	fs.IntVar(&c.Datacenter, coord("Datacenter", "datacenter"), c.Datacenter, "pin the worker to one datacenter's 32 slots, 0..31, one its fleet's root owns; -1 takes any slot of the fleet's datacenters")
 	fs.IntVar(&c.ScanLimit, coord("ScanLimit", "zk-scan-limit"), c.ScanLimit, "most znodes read when looking for the ensemble's other fleets before serving (a worker refuses to start when another fleet owns one of its datacenters)")
+	fs.Var(pathsFlag{&c.ScanSkip}, coord("ScanSkip", "zk-scan-skip"), "a subtree (absolute znode `path`) the look for other fleets does not enter, for one whose ACL refuses this worker's identity and that holds no fleet: such a subtree otherwise stops the worker from starting; repeatable, or comma-separated (default none)")
 	fs.DurationVar(&c.SessionTimeout, coord("SessionTimeout", "session-timeout"), c.SessionTimeout, "ZooKeeper session timeout: how long a crashed worker keeps its slot")
 	fs.DurationVar(&c.Renew, coord("Renew", "renew"), c.Renew, "how often the reservation in ZooKeeper is extended")
 	fs.DurationVar(&c.Horizon, coord("Horizon", "horizon"), c.Horizon, "how far ahead of its clock the worker reserves timestamps: how long it serves without ZooKeeper")
@@ -181,6 +182,24 @@ func (f clockBackFlag) Set(s string) error {
 		return err
 	}
 	*f.p = v
+	return nil
+}
+
+// pathsFlag appends to a []string field: the flag is repeatable, and a
+// comma-separated value (one environment variable) adds each item.
+type pathsFlag struct{ p *[]string }
+
+func (f pathsFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return strings.Join(*f.p, ",")
+}
+
+func (f pathsFlag) Set(s string) error {
+	for _, item := range strings.Split(s, ",") {
+		*f.p = append(*f.p, strings.TrimSpace(item))
+	}
 	return nil
 }
 

@@ -44,6 +44,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"--datacenter", "40"}, nil, 2, "--datacenter 40: config Datacenter 40 is out of range -1..31"},
 		{[]string{"--zk-root", "snowflake"}, nil, 2, `--zk-root "snowflake": config Root`},
 		{[]string{"--zk", ","}, nil, 2, `--zk ",": config Servers: empty`},
+		{[]string{"--zk-scan-skip", "/apps/private", "--zk-scan-skip", "private"}, nil, 2, `--zk-scan-skip /apps/private,private: config ScanSkip "private" is not an absolute`},
+		{nil, map[string]string{"SNOWFLAKE_ZK_SCAN_SKIP": "/a,/b/"}, 2, `--zk-scan-skip /a,/b/: config ScanSkip "/b/" is not an absolute`},
 		{[]string{"--zk-auth", "nopassword"}, nil, 2, "--zk-auth"},
 		{[]string{"--session-timeout", "1ms"}, nil, 2, "--session-timeout 1ms"},
 		{[]string{"--max-conns", "-1"}, nil, 2, "--max-conns -1: config MaxConns -1 is out of range"},
