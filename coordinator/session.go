@@ -45,6 +45,9 @@ type session struct {
 	standbyNames []string
 	// shortened: the last renew used StandbyHorizon (for the log).
 	shortened bool
+	// serverErrs counts the renews in a row the server answered with an
+	// error (writeServerError), for the log.
+	serverErrs int
 }
 
 // dial opens a session without credentials, over TLS when files name any;
