@@ -41,8 +41,10 @@ type session struct {
 	standbyNode    string
 	standbySession int64
 	standbyRetryAt time.Time
-	// standbyNames is the last listing of standby/ while holding.
+	// standbyNames is the last listing of standby/ while holding;
+	// standbyList is the answer of the listing still out, if any.
 	standbyNames []string
+	standbyList  chan standbyListing
 	// shortened: the last renew used StandbyHorizon (for the log).
 	shortened bool
 	// serverErrs counts the renews in a row the server answered with an
