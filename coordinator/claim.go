@@ -511,6 +511,11 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 			c.log.Warn("cannot write slot reservation", "slot", l.slot, "error", err)
 			sleep(ctx, 200*time.Millisecond)
 			attempted = false
+		case writeServerError:
+			// An unknown outcome (fence.go): the next read adopts the
+			// write if it landed, else it is made again.
+			c.log.Warn("zookeeper answered the slot reservation with an error; trying again", "slot", l.slot, "error", err)
+			sleep(ctx, 200*time.Millisecond)
 		}
 	}
 }

@@ -78,7 +78,8 @@ type Config struct {
 	OnClockBack snowflake.ClockBackPolicy
 	// MaxClockLead bounds the logical clock: how far ahead of the clock it
 	// may issue. The ceiling is never more than Horizon ahead, so the bound
-	// in force is min(MaxClockLead, Horizon).
+	// in force is min(MaxClockLead, Horizon). With OnClockBack logical it
+	// may not exceed the standby horizon in force (see Validate).
 	MaxClockLead time.Duration
 	// Advertise is the worker's ID service address (host:port), published in
 	// the lease node for client discovery.
@@ -97,8 +98,8 @@ type Config struct {
 }
 
 // DefaultConfig: session timeout 6s, renew 1s, horizon 40s (a ZooKeeper
-// outage of 30 s, with its restart, costs no ID), standby horizon 5s, any
-// datacenter, root /snowflake.
+// outage of 30 s, with its restart, costs no ID), standby horizon 5s, a
+// logical clock leading by at most 5s, any datacenter, root /snowflake.
 func DefaultConfig() Config {
 	return Config{
 		Servers:            []string{"127.0.0.1:2181"},
@@ -114,7 +115,7 @@ func DefaultConfig() Config {
 		ReleaseTimeout:     2 * time.Second,
 		MaxRollbackWait:    5 * time.Millisecond,
 		OnClockBack:        snowflake.Logical,
-		MaxClockLead:       10 * time.Second,
+		MaxClockLead:       DefaultMaxClockLead,
 		Clock:              snowflake.SystemClock{},
 	}
 }
@@ -186,6 +187,18 @@ func (c Config) Validate() error {
 	if c.OnClockBack == snowflake.Logical && c.MaxClockLead <= 0 {
 		return bad("MaxClockLead", c.MaxClockLead, "must be positive with OnClockBack logical")
 	}
+	if c.OnClockBack == snowflake.Logical && c.clockLead() > c.standbyHorizon() {
+		// A standby waiting makes the holder lower its ceiling to now +
+		// the standby horizon, but never below what it issued: a logical
+		// clock further ahead than that leaves the ceiling at its last
+		// timestamp, and the worker issues nothing until the clock has
+		// caught up to within the standby horizon. Refusing the pair is
+		// simpler than either stalling or shortening less than asked
+		// (which would make the standby wait the lead out).
+		return bad("MaxClockLead", c.MaxClockLead, fmt.Sprintf(
+			"is above StandbyHorizon %v (in force: a lead of %v against %v): a worker leading further would stall while a standby waits; at most %v",
+			c.StandbyHorizon, c.clockLead(), c.standbyHorizon(), c.standbyHorizon()))
+	}
 	if c.MaxRollbackWait < 0 || c.MaxRollbackWait > time.Second {
 		return bad("MaxRollbackWait", c.MaxRollbackWait, "is out of range 0..1s")
 	}
@@ -202,6 +215,10 @@ const DefaultHorizon = 40 * time.Second
 // holder's slot passes on within about the session timeout plus this.
 const DefaultStandbyHorizon = 5 * time.Second
 
+// DefaultMaxClockLead is the logical clock's default bound: the default
+// standby horizon, the most Validate accepts with it.
+const DefaultMaxClockLead = DefaultStandbyHorizon
+
 // standbyHorizon is the reservation while a standby waits: StandbyHorizon,
 // never beyond Horizon; Horizon when StandbyHorizon is 0.
 func (c Config) standbyHorizon() time.Duration {
@@ -214,6 +231,12 @@ func (c Config) standbyHorizon() time.Duration {
 // clockLead is the logical clock's bound in force: MaxClockLead, but never
 // beyond Horizon, which bounds the ceiling anyway.
 func (c Config) clockLead() time.Duration { return min(c.MaxClockLead, c.Horizon) }
+
+// standbyListWait bounds how long a renew waits for its listing of
+// standby/ (see listStandbys): a quarter of Renew, so that the listing and
+// a write taking the whole call timeout fit the standby horizon (1 s +
+// 250 ms + 3 s < 5 s with the defaults).
+func (c Config) standbyListWait() time.Duration { return min(c.Renew/4, c.callTimeout()) }
 
 // callTimeout bounds one ZooKeeper call: go-zookeeper has no request
 // timeouts of its own.

@@ -99,8 +99,24 @@ const (
 	writeConflict              // the slot node changed (bad version)
 	writeNoSlot                // the slot node is gone: damage, the slot is refused
 	writeUnknown               // no answer: the write may have landed
-	writeFailed                // refused for another reason (auth, say)
+	writeFailed                // refused: the slot node's ACL shuts us out
+	// writeServerError: the server answered with another error, one about
+	// neither our lease nor the slot's ACL (QUOTAEXCEEDED, THROTTLEDOP,
+	// REQUESTTIMEOUT, ...). Taken as an unknown outcome: the lease is kept,
+	// serving up to the confirmed ceiling, and the write tried again.
+	writeServerError
 )
+
+// refusal reports whether err is ZooKeeper refusing the slot node to us
+// (its ACL), the only answers that make a slot worthless to this worker.
+// ErrAuthFailed is not one: ZooKeeper sends it to an authentication, not to
+// a write, and it concerns the session's credentials, not this slot, so
+// giving up this slot for another (or counting it towards ErrSlotsRefused)
+// cannot help; it is a server error like the others here (bad credentials
+// at start stop Run; see fatal).
+func refusal(err error) bool {
+	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrInvalidACL)
+}
 
 // fenced runs Multi(Check(our lease node), op): op applies only while our
 // lease node exists, so a holder that lost its lease (or a call resent on a
@@ -147,8 +163,18 @@ func classifyFenced(resp []zk.MultiResponse, err error, op any) (*zk.Stat, write
 		}
 		return nil, writeLeaseGone, err
 	}
-	return nil, writeFailed, err
+	if refusal(err) {
+		return nil, writeFailed, err
+	}
+	// Any other error: go-zookeeper maps the codes it does not know
+	// (QUOTAEXCEEDED -125, THROTTLEDOP -127, REQUESTTIMEOUT -122, ...) to
+	// "unknown error: <code>". None says our lease or the slot is gone.
+	return nil, writeServerError, fmt.Errorf("fenced write: %w: %w", errServerError, err)
 }
+
+// errServerError marks a fenced write the server answered with an error
+// that is neither a conflict, a missing node nor a refusal.
+var errServerError = errors.New("zookeeper answered the fenced write with an error")
 
 // observeWrite records the renew latency and the skew of the ZooKeeper
 // leader's mtime against our [send, receive] window.

@@ -65,3 +65,28 @@ func TestClassifyFencedReply(t *testing.T) {
 		}
 	}
 }
+
+// Only the slot's ACL refuses a fenced write (ErrNoAuth, ErrInvalidACL);
+// any other error the server answers with — the codes go-zookeeper does not
+// know come back as "unknown error: <code>", and ErrAuthFailed concerns the
+// session, not the slot — is a server error, the lease kept.
+func TestClassifyFencedServerErrors(t *testing.T) {
+	set := &zk.SetDataRequest{Path: "/f/slot", Version: 1}
+	for _, c := range []struct {
+		err  error
+		want writeResult
+	}{
+		{zk.ErrNoAuth, writeFailed},
+		{zk.ErrInvalidACL, writeFailed},
+		{zk.ErrAuthFailed, writeServerError},
+		{errors.New("unknown error: -125"), writeServerError}, // QUOTAEXCEEDED
+		{errors.New("unknown error: -127"), writeServerError}, // THROTTLEDOP
+		{zk.ErrBadArguments, writeServerError},
+	} {
+		resp := []zk.MultiResponse{{}, {Error: c.err}}
+		_, res, err := classifyFenced(resp, c.err, set)
+		if res != c.want || !errors.Is(err, c.err) {
+			t.Errorf("%v: %v (%v), want %v wrapping it", c.err, res, err, c.want)
+		}
+	}
+}

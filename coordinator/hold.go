@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -92,6 +93,10 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			c.setState(StateServing)
 		case writeUnknown:
 			c.setState(StateDisconnected) // serving up to the confirmed ceiling
+		case writeServerError:
+			// Connected, but the server refused this write for a reason of
+			// its own (a quota, throttling): keep serving up to the
+			// confirmed ceiling and write again at the next renew.
 		case writeLeaseGone:
 			s.lost(ctx, l, gen, "node_gone", false)
 			return
@@ -103,8 +108,8 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			s.lost(ctx, l, gen, reason, true)
 			return
 		case writeFailed:
-			// Refused (an ACL changed, say): the ceiling can no longer be
-			// raised, so the lease is worth nothing; claim one we can keep.
+			// Refused (the slot node's ACL changed): the ceiling can no longer
+			// be raised, so the lease is worth nothing; claim one we can keep.
 			s.refuse(l.slot, err)
 			s.lost(ctx, l, gen, "refused", true)
 			return
@@ -157,6 +162,10 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 			c.observeWrite(st, now, c.nowMs(), sent)
 			l.version, l.ceiling = st.Version, target
 			gen.SetCeiling(target)
+			if s.serverErrs > 0 {
+				c.log.Info("renew landed again after server errors", "slot", l.slot, "errors", s.serverErrs)
+				s.serverErrs = 0
+			}
 			return writeOK, nil
 		case writeUnknown:
 			c.m.renewErrors.WithLabelValues("unknown").Inc()
@@ -169,6 +178,18 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 		case writeFailed:
 			c.m.renewErrors.WithLabelValues("failed").Inc()
 			return writeFailed, err
+		case writeServerError:
+			// Unknown outcome: l.version stays, so if it did land the next
+			// write meets a bad version and adopts it below.
+			c.m.renewErrors.WithLabelValues("server").Inc()
+			s.serverErrs++
+			lvl := hclog.Debug
+			if s.serverErrs == 1 {
+				lvl = hclog.Warn // once a streak; the metric counts them all
+			}
+			c.log.Log(lvl, "zookeeper answered the renew with an error; serving up to the confirmed ceiling and retrying",
+				"slot", l.slot, "ceiling", time.UnixMilli(l.ceiling).UTC(), "error", err)
+			return writeServerError, err
 		case writeNoSlot:
 			c.m.renewErrors.WithLabelValues("slot_missing").Inc()
 			return writeNoSlot, err

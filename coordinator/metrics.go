@@ -73,7 +73,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		}),
 		renewErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_renew_errors_total",
-			Help: "Reservation writes that failed, by kind (unknown, bad_version, lost, failed).",
+			Help: "Reservation writes that failed, by kind (unknown: no answer; bad_version; lost; failed: refused by the slot's ACL; slot_missing; server: another error from the server, such as a quota, the lease kept).",
 		}, []string{"kind"}),
 		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_slot_undecodable_total",
@@ -138,7 +138,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		m.missing.WithLabelValues(z)
 	}
 	// Exported from the start, so rate() and dashboards see 0, not nothing.
-	for _, k := range []string{"unknown", "bad_version", "lost", "failed", "slot_missing"} {
+	for _, k := range []string{"unknown", "bad_version", "lost", "failed", "slot_missing", "server"} {
 		m.renewErrors.WithLabelValues(k)
 	}
 	if reg != nil {

@@ -50,10 +50,15 @@ type session struct {
 	standbySessions map[int64]struct{}
 	// standbyNames is the last listing of standby/ while holding, less
 	// our own nodes; standbyOrphans are those (deleted on the orphan tick).
+	// standbyList is the answer of the listing still out, if any.
 	standbyNames   []string
 	standbyOrphans []string
+	standbyList    chan standbyListing
 	// shortened: the last renew used StandbyHorizon (for the log).
 	shortened bool
+	// serverErrs counts the renews in a row the server answered with an
+	// error (writeServerError), for the log.
+	serverErrs int
 }
 
 // dial opens a session without credentials, over TLS when files name any;

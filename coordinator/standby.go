@@ -327,28 +327,60 @@ func (s *session) cleanStandbys(ctx context.Context, names []string) {
 // watch: every holder's armed watch would be re-set by go-zookeeper on each
 // reconnect, and its v1.0.4 sendSetWatches races its receive loop.) On an
 // error (ZooKeeper away) the last listing stands; none: no standby.
+//
+// The renew waits for the listing standbyListWait at most: against a slow
+// ZooKeeper a listing bounded only by the call timeout, and then the write,
+// made one renew cycle longer than the standby horizon lasts, and the
+// clock passed the ceiling. A listing still out then is not sent again:
+// the renew goes on with the last one, and a later renew takes its answer.
 func (s *session) listStandbys(ctx context.Context) {
-	var names []string
-	err := s.c.call(ctx, 0, func() (err error) {
-		names, _, err = s.conn.Children(StandbyPath(s.c.cfg.Root))
-		return err
-	})
-	switch {
-	case errors.Is(err, zk.ErrNoNode):
-		s.standbyNames, s.standbyOrphans = nil, nil
-	case err == nil:
-		// Our own nodes (a standby node of ours left behind) wait for
-		// nothing: they do not count, and the orphan tick deletes them.
-		var others, ours []string
-		for _, n := range names {
-			if s.ownStandby(n) {
-				ours = append(ours, n)
-			} else {
-				others = append(others, n)
+	if s.standbyList == nil {
+		ch := make(chan standbyListing, 1)
+		s.standbyList = ch
+		go func() {
+			var names []string
+			err := s.c.call(ctx, 0, func() (err error) {
+				names, _, err = s.conn.Children(StandbyPath(s.c.cfg.Root))
+				return err
+			})
+			r := standbyListing{err: err}
+			if err == nil {
+				r.names = names // else possibly abandoned to the call: not to be read
 			}
-		}
-		s.standbyNames, s.standbyOrphans = others, ours
+			ch <- r
+		}()
 	}
+	t := time.NewTimer(s.c.cfg.standbyListWait())
+	defer t.Stop()
+	select {
+	case r := <-s.standbyList:
+		s.standbyList = nil
+		switch {
+		case errors.Is(r.err, zk.ErrNoNode):
+			s.standbyNames, s.standbyOrphans = nil, nil
+		case r.err == nil:
+			// Our own nodes (a standby node of ours left behind) wait for
+			// nothing: they do not count, and the orphan tick deletes them.
+			var others, ours []string
+			for _, n := range r.names {
+				if s.ownStandby(n) {
+					ours = append(ours, n)
+				} else {
+					others = append(others, n)
+				}
+			}
+			s.standbyNames, s.standbyOrphans = others, ours
+		}
+	case <-t.C:
+		s.c.log.Debug("listing of standby/ still out; renewing with the last one", "wait", s.c.cfg.standbyListWait())
+	case <-ctx.Done():
+	}
+}
+
+// standbyListing is the answer to a listing of standby/.
+type standbyListing struct {
+	names []string
+	err   error
 }
 
 // horizonFor is the horizon a holder reserves with: StandbyHorizon while a

@@ -11,11 +11,13 @@ import (
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
-// standbyConfig: renew 200ms, horizon 4s, standby horizon 1s, session 2s.
+// standbyConfig: renew 200ms, horizon 4s, standby horizon 1s (and so a
+// clock lead of 1s at most), session 2s.
 func standbyConfig(servers ...string) Config {
 	cfg := testConfig(servers...)
 	cfg.Horizon = 4 * time.Second
 	cfg.StandbyHorizon = time.Second
+	cfg.MaxClockLead = time.Second
 	cfg.MaxReservationWait = 10 * time.Second
 	return cfg
 }

@@ -80,11 +80,11 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&c.SessionTimeout, coord("SessionTimeout", "session-timeout"), c.SessionTimeout, "ZooKeeper session timeout: how long a crashed worker keeps its slot")
 	fs.DurationVar(&c.Renew, coord("Renew", "renew"), c.Renew, "how often the reservation in ZooKeeper is extended")
 	fs.DurationVar(&c.Horizon, coord("Horizon", "horizon"), c.Horizon, "how far ahead of its clock the worker reserves timestamps: how long it serves without ZooKeeper")
-	fs.DurationVar(&c.StandbyHorizon, coord("StandbyHorizon", "standby-horizon"), c.StandbyHorizon, "the horizon while a standby waits for a slot of this worker's range: a crashed worker's slot then passes on within about --session-timeout plus this; above --renew, at most --horizon")
+	fs.DurationVar(&c.StandbyHorizon, coord("StandbyHorizon", "standby-horizon"), c.StandbyHorizon, "the horizon while a standby waits for a slot of this worker's range: a crashed worker's slot then passes on within about --session-timeout plus this; above --renew, at most --horizon, at least --max-clock-lead")
 	fs.DurationVar(&c.MaxSkew, coord("MaxSkew", "max-skew"), c.MaxSkew, "largest clock skew against ZooKeeper's leader before the worker stops serving")
 	fs.DurationVar(&c.ReleaseTimeout, coord("ReleaseTimeout", "release-timeout"), c.ReleaseTimeout, "bound on releasing the slot at shutdown when ZooKeeper is slow")
 	fs.Var(clockBackFlag{&c.OnClockBack}, coord("OnClockBack", "on-clock-back"), "what a clock step back does: logical (go on from the last issued timestamp, within --max-clock-lead and the confirmed ceiling; stays ready) or refuse (-CLOCKBACK and not ready until the clock catches up)")
-	fs.DurationVar(&c.MaxClockLead, coord("MaxClockLead", "max-clock-lead"), c.MaxClockLead, "with --on-clock-back logical: how far ahead of the clock IDs may be issued, at most --horizon")
+	fs.DurationVar(&c.MaxClockLead, coord("MaxClockLead", "max-clock-lead"), c.MaxClockLead, "with --on-clock-back logical: how far ahead of the clock IDs may be issued, at most --horizon and --standby-horizon (further would stall the worker while a standby waits)")
 	fs.IntVar(&w.MaxConns, work("MaxConns", "max-conns"), w.MaxConns, "most client connections open at once; more are refused with -ERR max number of clients reached")
 	fs.DurationVar(&w.IdleTimeout, work("IdleTimeout", "idle-timeout"), w.IdleTimeout, "close a client connection silent for this long (0 = never)")
 	fs.DurationVar(&w.ReadTimeout, work("ReadTimeout", "read-timeout"), w.ReadTimeout, "drop a connection whose request is not complete this long after it started")
@@ -162,6 +162,13 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	if set["max-clock-lead"] && o.coord.MaxClockLead > o.coord.Horizon {
 		return o, usagef("--max-clock-lead %v is larger than --horizon %v: the logical clock can never lead the clock by more than the reservation",
 			o.coord.MaxClockLead, o.coord.Horizon)
+	}
+	// coordinator.Config.Validate refuses this too (naming MaxClockLead);
+	// said here with both flags, since lowering either one can cause it.
+	if sh := o.coord.StandbyHorizon; o.coord.OnClockBack == snowflake.Logical && sh > 0 && sh < o.coord.Horizon &&
+		min(o.coord.MaxClockLead, o.coord.Horizon) > sh {
+		return o, usagef("--max-clock-lead %v is larger than --standby-horizon %v: a worker whose logical clock leads further would stall while a standby waits; set --max-clock-lead to at most %v",
+			o.coord.MaxClockLead, sh, sh)
 	}
 	return o, nil
 }

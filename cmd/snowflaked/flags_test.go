@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"io"
 	"reflect"
 	"strconv"
@@ -60,5 +62,43 @@ func TestFlagsBindConfigFields(t *testing.T) {
 	}
 	if o.worker.Listen != "x:1" || o.worker.MaxConns != 7 || o.coord.Datacenter != 7 {
 		t.Errorf("worker %+v, coordinator datacenter %d", o.worker, o.coord.Datacenter)
+	}
+}
+
+// A logical clock lead above the standby horizon would stall the worker
+// while a standby waits: a flag error (exit 2, one line) naming both flags,
+// whichever of the two was lowered; the defaults pass.
+func TestFlagsClockLeadAboveStandbyHorizon(t *testing.T) {
+	for _, args := range [][]string{
+		{"--max-clock-lead", "8s"},
+		{"--standby-horizon", "3s"},
+		{"--max-clock-lead", "4s", "--standby-horizon", "3s"},
+	} {
+		// Refused before the daemon would start: runArgs would serve.
+		o, err := parseFlags(args, io.Discard)
+		if err == nil {
+			err = o.validate()
+		}
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			t.Errorf("%q: %v, want a flag error", args, err)
+			continue
+		}
+		var stdout, stderr bytes.Buffer
+		code := runArgs(args, &stdout, &stderr)
+		msg := strings.TrimSpace(stderr.String())
+		if code != 2 || !strings.Contains(msg, "--max-clock-lead") || !strings.Contains(msg, "--standby-horizon") || strings.Contains(msg, "\n") {
+			t.Errorf("%q: exit %d, stderr %q; want exit 2 and one line naming --max-clock-lead and --standby-horizon", args, code, msg)
+		}
+	}
+	o, err := parseFlags([]string{"--max-clock-lead", "3s", "--standby-horizon", "3s"}, io.Discard)
+	if err != nil {
+		t.Fatalf("a lead equal to the standby horizon: %v", err)
+	}
+	if err := o.validate(); err != nil {
+		t.Fatalf("a lead equal to the standby horizon: %v", err)
+	}
+	if o, err = parseFlags(nil, io.Discard); err != nil || o.validate() != nil {
+		t.Fatalf("defaults: %v", err)
 	}
 }

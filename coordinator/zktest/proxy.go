@@ -5,7 +5,9 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Proxy is a loopback TCP proxy in front of one target. Blackhole stops
@@ -13,10 +15,13 @@ import (
 // drops packets: the client sees silence, its session times out on the
 // server, and nothing it sent reaches the server until Heal. Bytes held during
 // the blackhole are delivered after Heal, as TCP retransmission would.
+// SetDelay makes the server slow instead: each answer reaches the client
+// that much late.
 type Proxy struct {
 	t      testing.TB
 	target string
 	ln     net.Listener
+	delay  atomic.Int64 // ns each chunk from the server is held
 
 	mu      sync.Mutex
 	open    chan struct{} // closed while traffic flows
@@ -68,6 +73,12 @@ func (p *Proxy) Heal() {
 		close(p.open)
 	}
 }
+
+// SetDelay holds every chunk the server sends for d before the client gets
+// it (0: none), like a slow server: each answer arrives d late, and answers
+// to calls in flight together arrive d late each, not one after the other.
+// Order is kept. It applies to chunks read from now on.
+func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
 
 // Blackholed reports whether traffic is stopped.
 func (p *Proxy) Blackholed() bool {
@@ -171,24 +182,42 @@ func (p *Proxy) serve(client net.Conn) {
 	defer p.untrack(server)
 	done := make(chan struct{}, 2)
 	p.wg.Add(2)
-	go p.pipe(server, client, done)
-	go p.pipe(client, server, done)
+	go p.pipe(server, client, nil, done)
+	go p.pipe(client, server, &p.delay, done)
 	<-done
 }
 
-// pipe copies src to dst, holding each chunk while blackholed. An end of
-// stream is held too, then passed on as a close.
-func (p *Proxy) pipe(dst, src net.Conn, done chan<- struct{}) {
+// pipe copies src to dst, holding each chunk while blackholed, and until
+// *delay after it was read when delay is given. An end of stream is held
+// too, then passed on as a close.
+func (p *Proxy) pipe(dst, src net.Conn, delay *atomic.Int64, done chan<- struct{}) {
 	defer p.wg.Done()
 	defer func() { done <- struct{}{} }()
+	write := func(b []byte, _ time.Time) error { _, err := dst.Write(b); return err }
+	var line *delayLine
+	if delay != nil {
+		line = newDelayLine(dst, p.closing)
+		write = line.write
+	}
 	buf := make([]byte, 32*1024)
 	for {
 		n, err := src.Read(buf)
+		read := time.Now()
 		if !p.wait() {
+			if line != nil {
+				line.close()
+			}
 			return
 		}
 		if n > 0 {
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+			due := read
+			if delay != nil {
+				due = read.Add(time.Duration(delay.Load()))
+			}
+			if werr := write(buf[:n], due); werr != nil {
+				if line != nil {
+					line.close()
+				}
 				return
 			}
 		}
@@ -196,8 +225,70 @@ func (p *Proxy) pipe(dst, src net.Conn, done chan<- struct{}) {
 			if !errors.Is(err, io.EOF) {
 				src.Close()
 			}
+			if line != nil {
+				line.close() // what is held goes first
+			}
 			dst.Close()
 			return
 		}
 	}
+}
+
+// delayLine writes chunks to dst in order, each at its due time.
+type delayLine struct {
+	dst     net.Conn
+	closing <-chan struct{}
+	q       chan heldChunk
+	done    chan struct{}
+	failed  atomic.Bool
+}
+
+type heldChunk struct {
+	b   []byte
+	due time.Time
+}
+
+var errDelayLine = errors.New("zktest: proxy delay line: write failed")
+
+func newDelayLine(dst net.Conn, closing <-chan struct{}) *delayLine {
+	l := &delayLine{dst: dst, closing: closing, q: make(chan heldChunk, 256), done: make(chan struct{})}
+	go l.run()
+	return l
+}
+
+func (l *delayLine) run() {
+	defer close(l.done)
+	for c := range l.q {
+		if l.failed.Load() {
+			continue // drain
+		}
+		if d := time.Until(c.due); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-l.closing:
+				t.Stop()
+				l.failed.Store(true)
+				continue
+			}
+		}
+		if _, err := l.dst.Write(c.b); err != nil {
+			l.failed.Store(true)
+		}
+	}
+}
+
+// write queues a copy of b for due; it fails once a write to dst has.
+func (l *delayLine) write(b []byte, due time.Time) error {
+	if l.failed.Load() {
+		return errDelayLine
+	}
+	l.q <- heldChunk{b: append([]byte(nil), b...), due: due}
+	return nil
+}
+
+// close waits until every queued chunk is written (or dropped).
+func (l *delayLine) close() {
+	close(l.q)
+	<-l.done
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,10 @@ type Options struct {
 	// (ssl.clientAuth=need). The plaintext port stays, for four-letter
 	// commands and tests that need both.
 	TLS *Certs
+	// SystemProperties are Java system properties for the server's JVM,
+	// such as "zookeeper.enforceQuota": "true" (hard quotas refuse writes
+	// with QUOTAEXCEEDED instead of logging a warning).
+	SystemProperties map[string]string
 }
 
 func (o *Options) defaults() {
@@ -217,13 +222,18 @@ func (s *Server) start() error {
 		// Netty connection factory needs.
 		cp += ":" + NettyClasspath
 	}
-	cmd := exec.Command("java",
-		"-Xmx512m", "-XX:+UseSerialGC", "-Xshare:auto",
+	args := []string{"-Xmx512m", "-XX:+UseSerialGC", "-Xshare:auto",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-		"-Dzookeeper.admin.enableServer=false",
-		"-cp", cp,
+		"-Dzookeeper.admin.enableServer=false"}
+	props := make([]string, 0, len(s.opts.SystemProperties))
+	for k, v := range s.opts.SystemProperties {
+		props = append(props, "-D"+k+"="+v)
+	}
+	sort.Strings(props)
+	args = append(append(args, props...), "-cp", cp,
 		"org.apache.zookeeper.server.quorum.QuorumPeerMain",
 		filepath.Join(s.dir, "zoo.cfg"))
+	cmd := exec.Command("java", args...)
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = serverProcAttr()
