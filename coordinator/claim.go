@@ -54,11 +54,17 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if c.refused.Load() {
+			return nil, errRefusedSession
+		}
 		if !fresh {
 			var err error
 			listed := time.Now()
 			names, err = s.list(ctx)
 			listTook = time.Since(listed)
+			if err == nil {
+				s.rollback.note(names, c.nowMs())
+			}
 			if err != nil {
 				if fatal(err) {
 					return nil, err
@@ -104,6 +110,13 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			sleep(ctx, 100*time.Millisecond)
 			continue
 		}
+		if back, seq := s.rollback.wentBack(l.name); back {
+			s.deleteLease(ctx, l)
+			if err := s.awaitRecover(ctx, seq); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		// Lowest sequence per slot wins. This listing is read after our
 		// create, so every older node of the slot is in it, and it is fresh
 		// for the next pick if we lost.
@@ -111,6 +124,7 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			s.deleteLease(ctx, l)
 			continue
 		}
+		s.rollback.note(names, c.nowMs())
 		fresh = true
 		if h, ok := holders(names)[slot]; !ok || h.name != l.name {
 			s.deleteLease(ctx, l)

@@ -59,6 +59,12 @@ type Coordinator struct {
 	gen     atomic.Pointer[snowflake.Generator]
 	skewMs  atomic.Int64
 	mtimeMs atomic.Int64 // ZooKeeper leader's mtime of our last confirmed write
+	// awaitingRecover: the ensemble went back in time and we wait for
+	// snowflakectl recover (rollback.go).
+	awaitingRecover atomic.Bool
+	// refused: the ensemble refuses our session's reconnect (refusal.go);
+	// the session's loops return and Run opens a new one.
+	refused atomic.Bool
 	claims  atomic.Int64
 	creates atomic.Int64
 	lists   atomic.Int64 // listings of leases/ (the standby herd's cost)
@@ -179,10 +185,31 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	defer c.setState(StateStopped)
 	c.setState(StateConnecting)
+	var prev *session
+	for {
+		s, err := c.runSession(ctx, prev)
+		if !errors.Is(err, errRefusedSession) {
+			return err
+		}
+		prev = s
+	}
+}
+
+// runSession opens a ZooKeeper session and claims, serves and claims
+// again on it until ctx ends (nil) or a fault retrying cannot fix (an
+// error). When the ensemble refuses the session's reconnect (went back in
+// time) it returns errRefusedSession and the session, whose rollback
+// history the next one starts from, claiming only once recover (or init)
+// has run.
+func (c *Coordinator) runSession(ctx context.Context, prev *session) (*session, error) {
 	conn, err := dial(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, c.log, c.onEvent)
 	if err != nil {
-		return fmt.Errorf("coordinator: %w", err)
+		return nil, fmt.Errorf("coordinator: %w", err)
 	}
+	c.refused.Store(false)
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go c.watchRefusal(wctx, conn)
 	// The whole shutdown, release and close, ends within ReleaseTimeout +
 	// closeTimeout of the cancel.
 	defer context.AfterFunc(ctx, func() { c.stopAt() })()
@@ -194,23 +221,37 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		closeBy(conn, by)
 	}()
 	c.conn.Store(conn)
+	s := &session{c: c, conn: conn}
 	if c.cfg.Auth != "" {
 		// Retried until ZooKeeper answers: a worker may start before it.
 		if err := addAuth(ctx, conn, c.cfg.Auth); err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return s, nil
 			}
-			return fmt.Errorf("coordinator: %w", err)
+			return s, fmt.Errorf("coordinator: %w", err)
 		}
 	}
-	s := &session{c: c, conn: conn}
 	if err := s.checkRoot(ctx); err != nil {
 		if ctx.Err() != nil {
-			return nil
+			return s, nil
 		}
-		return fmt.Errorf("coordinator: %w", err)
+		return s, fmt.Errorf("coordinator: %w", err)
+	}
+	if prev != nil {
+		// The old session was refused: the tree went back in time. A root
+		// made again (rebuilt empty, then init) covers what we issued; the
+		// same root needs recover first.
+		if s.rollback.czxid == prev.rollback.czxid && s.rollback.ctime == prev.rollback.ctime {
+			s.rollback = prev.rollback
+			if err := s.awaitRecover(ctx, -1); err != nil && ctx.Err() == nil && !errors.Is(err, ErrDamaged) {
+				return s, fmt.Errorf("coordinator: %w", err)
+			}
+		}
 	}
 	for ctx.Err() == nil {
+		if c.refused.Load() {
+			return s, errRefusedSession
+		}
 		l, err := s.claim(ctx)
 		if errors.Is(err, ErrDamaged) {
 			s.c.treeMissing(err)
@@ -218,15 +259,18 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				continue
 			}
 		}
+		if errors.Is(err, errRefusedSession) {
+			return s, err
+		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return s, nil
 			}
-			return fmt.Errorf("coordinator: %w", err)
+			return s, fmt.Errorf("coordinator: %w", err)
 		}
 		s.hold(ctx, l)
 	}
-	return nil
+	return s, nil
 }
 
 func (c *Coordinator) nowMs() int64 { return c.clock.UnixNano() / int64(time.Millisecond) }

@@ -77,6 +77,12 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			return
 		}
 		c.observeClock(&steps)
+		if c.refused.Load() {
+			// The ensemble went back in time: it may hand our slot out
+			// from an older reservation, so stop issuing now.
+			s.lost(ctx, l, gen, "rolled_back", false)
+			return
+		}
 		zs := zk.State(c.zkState.Load())
 		if sid := s.conn.SessionID(); sid != l.session || zs == zk.StateExpired {
 			s.lost(ctx, l, gen, "expired", false)

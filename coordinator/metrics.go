@@ -30,6 +30,8 @@ type metrics struct {
 	renew       prometheus.Histogram
 	renewErrors *prometheus.CounterVec
 	undecodable prometheus.Counter
+	rollbacks   prometheus.Counter
+	awaiting    prometheus.GaugeFunc
 	claimTime   prometheus.Histogram
 	skew        prometheus.Gauge
 	horizon     prometheus.Gauge
@@ -64,7 +66,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		}),
 		losses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_lease_losses_total",
-			Help: "Leases lost, by reason (expired, node_gone, taken, refused, undecodable, slot_missing).",
+			Help: "Leases lost, by reason (expired, node_gone, taken, refused, undecodable, slot_missing, rolled_back).",
 		}, []string{"reason"}),
 		renew: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "snowflake_coordinator_renew_duration_seconds",
@@ -75,6 +77,19 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Name: "snowflake_coordinator_renew_errors_total",
 			Help: "Reservation writes that failed, by kind (unknown: no answer; bad_version; lost; failed: refused by the slot's ACL; slot_missing; server: another error from the server, such as a quota, the lease kept).",
 		}, []string{"kind"}),
+		rollbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_coordinator_rollbacks_detected_total",
+			Help: "Times the ensemble was seen gone back in time (a lease node numbered below one seen before: a restore from a backup); the worker then claims nothing until snowflakectl recover runs.",
+		}),
+		awaiting: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "snowflake_coordinator_awaiting_recover",
+			Help: "1 while the worker waits for snowflakectl recover after seeing the ensemble go back in time.",
+		}, func() float64 {
+			if c.awaitingRecover.Load() {
+				return 1
+			}
+			return 0
+		}),
 		undecodable: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_slot_undecodable_total",
 			Help: "Slot nodes read that hold no slot record (a hand edit?): each time, the slot is avoided and its lease let go. Alert on any increase.",
@@ -131,7 +146,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	for _, s := range allStates {
 		m.state.WithLabelValues(s)
 	}
-	for _, r := range []string{"expired", "node_gone", "taken", "refused", "undecodable", "slot_missing"} {
+	for _, r := range []string{"expired", "node_gone", "taken", "refused", "undecodable", "slot_missing", "rolled_back"} {
 		m.losses.WithLabelValues(r)
 	}
 	for _, z := range []string{"root", "leases", "slots", "slot"} {
@@ -143,7 +158,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.renew,
-			m.renewErrors, m.undecodable, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward} {
+			m.renewErrors, m.undecodable, m.rollbacks, m.awaiting, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

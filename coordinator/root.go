@@ -59,8 +59,11 @@ func (s *session) checkRoot(ctx context.Context) error {
 
 func (s *session) tryCheckRoot(ctx context.Context) error {
 	root := s.c.cfg.Root
-	var data []byte
-	err := s.c.call(ctx, 0, func() (err error) { data, _, err = s.conn.Get(root); return })
+	var (
+		data []byte
+		st   *zk.Stat
+	)
+	err := s.c.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(root); return })
 	if errors.Is(err, zk.ErrNoNode) {
 		return &damage{kind: "root", path: root}
 	}
@@ -80,7 +83,11 @@ func (s *session) tryCheckRoot(ctx context.Context) error {
 	if err := s.checkScope(ctx, info); err != nil {
 		return err
 	}
-	return s.checkTree(ctx)
+	if err := s.checkTree(ctx); err != nil {
+		return err
+	}
+	s.rollback.reset(st) // the root read afresh starts a new history
+	return nil
 }
 
 // withinBound refuses a Horizon or MaxSkew above the root's bound.

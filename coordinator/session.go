@@ -36,6 +36,8 @@ type session struct {
 	// owned are the datacenters the root owns, read (and checked against
 	// the ensemble's other fleets) by ensureRoot; claims stay inside them.
 	owned DCSet
+	// rollback notices the tree rolled back under us (rollback.go).
+	rollback rollbackWatch
 	// standbyNode is our standby node while we stand by (standby.go),
 	// made by the create of standbyGUID and owned by standbySession;
 	// standbyRetryAt delays a retry after a failure.

@@ -130,6 +130,7 @@ func (m *Monitor) poll(ctx context.Context) {
 func (m *Monitor) watchLeases(ctx context.Context) {
 	var conn *zk.Conn
 	var servers []string
+	failed := 0
 	defer func() {
 		if conn != nil {
 			conn.Close()
@@ -153,8 +154,15 @@ func (m *Monitor) watchLeases(ctx context.Context) {
 		}
 		names, err := childrenWithin(conn, 2*time.Second)
 		if err != nil {
+			// An ensemble restored or rebuilt refuses a session that has
+			// seen a later zxid, for ever: dial afresh after a few misses.
+			if failed++; failed >= 3 {
+				conn.Close()
+				conn, failed = nil, 0
+			}
 			continue
 		}
+		failed = 0
 		m.mu.Lock()
 		hs := m.latest(time.Now().Add(-2 * statusEvery))
 		m.zkRounds++

@@ -37,6 +37,9 @@ func scenarios() []scenario {
 		{"m crashed worker's slot taken by another container", 3, stops, crashTakenOver},
 		{"n whole ensemble without a quorum for 25 s", 3, "", ensembleOutage},
 		{"o lease node deleted under its holder", 3, "the holder drops the lease and claims again", leaseNodeDeleted},
+		{"p slot node emptied by hand, then its holder killed", 3, stops, slotNodeEmptied},
+		{"q whole ensemble rebuilt empty, then init", 3, "every worker refuses (-NOLEASE) from its ceiling until init's reservation passes", ensembleRebuilt},
+		{"r ensemble restored from a copy a minute old, then recover", 3, "every worker refuses (-NOLEASE) until recover's reservation passes", ensembleRestored},
 	}
 }
 

@@ -44,6 +44,10 @@ func commands() map[string]command {
 			run: func(args []string, stdout, stderr io.Writer) int {
 				return runRepair(args, stdinInput(), stdout, stderr)
 			}},
+		"recover": {summary: "after a restore of ZooKeeper from a backup: raise every slot past what the fleet could have issued (asks first)",
+			run: func(args []string, stdout, stderr io.Writer) int {
+				return runRecover(args, stdinInput(), stdout, stderr)
+			}},
 		"health": {summary: "exit 0 when a worker's /readyz answers 200 (container health checks)", run: runHealth},
 	}
 }

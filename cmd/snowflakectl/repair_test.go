@@ -203,3 +203,42 @@ func TestRepairDeletedRootKeepsScope(t *testing.T) {
 		t.Fatalf("the repaired root owns %s with %d slot nodes (%v); want 0-3 and 1024", m.Owned, len(m.Slots), err)
 	}
 }
+
+// recover asks first, then raises every slot node of a root past now plus
+// the root's bound, keeping its datacenters.
+func TestRecoverCommand(t *testing.T) {
+	zks := zktest.Start(t)
+	var out, errb bytes.Buffer
+	if rc := runInit([]string{"--zk", zks.Addr(), "--zk-root", "/r", "--datacenters", "2-3", "--new-fleet"}, &out, &errb); rc != exitOK {
+		t.Fatalf("init: %s", errb.String())
+	}
+	args := []string{"--zk", zks.Addr(), "--zk-root", "/r"}
+	if rc := runRecover(args, input{r: strings.NewReader("y\n")}, &out, &errb); rc != exitUsage || !strings.Contains(errb.String(), "--yes") {
+		t.Fatalf("recover without a terminal and --yes: rc %d, %q", rc, errb.String())
+	}
+	if rc := runRecover(args, input{r: strings.NewReader("n\n"), terminal: true}, &out, &errb); rc != exitFailure {
+		t.Fatalf("recover answered no: rc %d", rc)
+	}
+	out.Reset()
+	before := time.Now().Add(41 * time.Second).UnixMilli()
+	if rc := runRecover(append(args, "--yes"), input{}, &out, &errb); rc != exitOK {
+		t.Fatalf("recover --yes: rc %d, %q", rc, errb.String())
+	}
+	if !strings.Contains(out.String(), "1024 slot nodes raised") || !strings.Contains(out.String(), "datacenters 2-3 kept") {
+		t.Errorf("recover said: %s", out.String())
+	}
+	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	m, err := coordinator.ReadSlotMap(conn, "/r")
+	if err != nil || m.Owned.String() != "2-3" {
+		t.Fatalf("slot map after recover: owns %s, %v", m.Owned, err)
+	}
+	for s, r := range m.Slots {
+		if r.ReservedUntilMs < before {
+			t.Fatalf("slot %s reserved until %d after recover, want at least now+41s (%d)", s, r.ReservedUntilMs, before)
+		}
+	}
+}

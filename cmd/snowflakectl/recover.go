@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+)
+
+// runRecover is snowflakectl recover: after ZooKeeper was restored from a
+// backup, it raises every slot node past anything the fleet could have
+// issued since, keeping the root's datacenters.
+func runRecover(args []string, in input, stdout, stderr io.Writer) int {
+	fs := newFlagSet("recover", "[--yes] [--zk HOST:PORT,...] [--zk-root /snowflake]",
+		"For an ensemble restored from a backup: the restored slot nodes carry the\n"+
+			"reservations of the backup's moment, below what the workers of the moment\n"+
+			"of the restore issued. recover writes a new recovery marker into the root,\n"+
+			"then raises every slot node's reservation to ZooKeeper's time of that write\n"+
+			"plus the root's bound (max horizon + max skew, 41s by default), and makes\n"+
+			"or rewrites missing and damaged slot nodes with it. The root's datacenters\n"+
+			"are kept. Every slot's next holder then waits out that bound. Workers that\n"+
+			"saw the ensemble go back in time claim again once it has run, without a\n"+
+			"restart. Asks for confirmation; --yes skips it, and without a terminal\n"+
+			"--yes is required.")
+	var z zkFlags
+	z.register(fs)
+	yes := fs.Bool("yes", false, "do not ask for confirmation (for scripts)")
+	timeout := fs.Duration("timeout", 60*time.Second, "bound on reaching ZooKeeper and writing every slot node")
+	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
+		return rc
+	}
+	if fs.NArg() > 0 {
+		return usageError(stderr, "recover", "unexpected argument %q", fs.Arg(0))
+	}
+	servers, err := z.check()
+	if err != nil {
+		return usageError(stderr, "recover", "%v", err)
+	}
+	if *timeout <= 0 {
+		return usageError(stderr, "recover", "--timeout %v must be positive", *timeout)
+	}
+	if !*yes && !in.terminal {
+		return usageError(stderr, "recover", "refusing without confirmation: stdin is not a terminal; pass --yes to recover from a script")
+	}
+	fmt.Fprintf(stdout, "recover %s on %s: every slot node is raised to now + the root's bound; every slot's next holder waits that long\n",
+		z.root, strings.Join(servers, ","))
+	if !*yes {
+		fmt.Fprint(stdout, "Run this only after restoring ZooKeeper from a backup. Go on? [y/N] ")
+		line, _ := bufio.NewReader(in.r).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			fmt.Fprintln(stderr, "snowflakectl recover: not confirmed; nothing changed")
+			return exitFailure
+		}
+	}
+	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
+	if err != nil {
+		fmt.Fprintf(stderr, "snowflakectl recover: %v\n", err)
+		return exitFailure
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	res, err := coordinator.RecoverRoot(ctx, conn, z.root, coordinator.ACL(z.auth))
+	if err != nil {
+		fmt.Fprintf(stderr, "snowflakectl recover: %v\n", err)
+		if errors.Is(err, zk.ErrNoAuth) {
+			fmt.Fprintln(stderr, "snowflakectl recover: the fleet's nodes are writable by its identity only; pass --zk-auth")
+		}
+		return exitFailure
+	}
+	until := time.UnixMilli(res.ReservedUntilMs).UTC()
+	fmt.Fprintf(stdout, "recovered root %s (datacenters %s kept; marker %s): %d slot nodes raised to %s, %d already above it, %d made, %d damaged rewritten; slots serve again from then on, about %v from now\n",
+		z.root, res.Owned, res.Marker, res.Raised, until.Format(msTime), res.Kept, len(res.Made), len(res.Rewritten),
+		time.Until(until).Round(time.Second))
+	return exitOK
+}

@@ -1,0 +1,143 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// RecoverResult is what RecoverRoot did.
+type RecoverResult struct {
+	// ReservedUntilMs is the reservation every slot node now carries at
+	// least: ZooKeeper's time of the recovery plus the root's reach.
+	ReservedUntilMs int64
+	// Raised are the slot nodes whose reservation was raised to it, Kept
+	// those already above it.
+	Raised, Kept int
+	// Made are slot nodes that were missing and were made; Rewritten
+	// those that did not decode (or held no reservation) and were written
+	// with a fresh record.
+	Made, Rewritten []snowflake.Slot
+	// Owned are the datacenters of the root (kept as they are).
+	Owned DCSet
+	// Marker is the root's new recovery marker.
+	Marker string
+}
+
+// RecoverRoot is snowflakectl recover, for an ensemble restored from a
+// backup: the restored slot nodes carry the reservations of the backup's
+// moment, while the holders of the moment of the restore still serve on
+// later ceilings. It writes a new recovery marker into the root (workers
+// that saw the ensemble go back in time claim again only once it changes),
+// then raises every slot node's reservation, by compare-and-set, to at
+// least ZooKeeper's time of that write plus the root's reach (its bound on
+// the horizon and skew): past anything the fleet could have issued since
+// the backup. Missing and undecodable slot nodes are written with that
+// reservation. The root's datacenters and bound are kept. A holder whose
+// lease survives finds its slot node changed, reads it, and adopts it when
+// it still names it.
+func RecoverRoot(ctx context.Context, conn *zk.Conn, root string, acl []zk.ACL) (RecoverResult, error) {
+	if !ValidRoot(root) {
+		return RecoverResult{}, fmt.Errorf("recover: root %q is not an absolute znode path", root)
+	}
+	var res RecoverResult
+	err := callCtx(ctx, func() error { return recoverRoot(conn, root, acl, &res) })
+	return res, err
+}
+
+func recoverRoot(conn *zk.Conn, root string, acl []zk.ACL, res *RecoverResult) error {
+	data, st, err := conn.Get(root)
+	if errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("recover: %w: root %s is missing: the ensemble lost its data rather than went back; run snowflakectl init", ErrDamaged, root)
+	}
+	if err != nil {
+		return fmt.Errorf("recover: read root %s: %w", root, err)
+	}
+	info, err := decodeRoot(root, data)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	if info.filling() {
+		return fmt.Errorf("recover: %w: root %s (run snowflakectl init to finish it)", errRootFilling, root)
+	}
+	res.Owned, _ = info.Owned()
+	info.Recovery = newGUID() + "@" + time.Now().UTC().Format(time.RFC3339)
+	st, err = conn.Set(root, encodeRoot(info), st.Version)
+	if err != nil {
+		return fmt.Errorf("recover: write the recovery marker into root %s: %w", root, err)
+	}
+	res.Marker = info.Recovery
+	// ZooKeeper's time of the marker's write, or ours if it runs ahead.
+	now := time.Now().UnixMilli()
+	until := max(st.Mtime, now) + info.Reach().Milliseconds()
+	res.ReservedUntilMs = until
+	names, _, err := conn.Children(SlotsPath(root))
+	if err != nil {
+		return fmt.Errorf("recover: list %s: %w", SlotsPath(root), err)
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	var missing []snowflake.Slot
+	for i := range snowflake.Slots {
+		s := snowflake.SlotAt(i)
+		if !have[s.String()] {
+			missing = append(missing, s)
+			continue
+		}
+		raised, rewritten, err := raiseSlot(conn, path.Join(SlotsPath(root), s.String()), until, now)
+		if err != nil {
+			return fmt.Errorf("recover: slot %s: %w", s, err)
+		}
+		switch {
+		case rewritten:
+			res.Rewritten = append(res.Rewritten, s)
+		case raised:
+			res.Raised++
+		default:
+			res.Kept++
+		}
+	}
+	if len(missing) > 0 {
+		if _, err := createSlotNodes(conn, root, acl, missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
+			return fmt.Errorf("recover: %w", err)
+		}
+		res.Made = missing
+	}
+	return nil
+}
+
+// raiseSlot raises the reservation of the slot node at p to until by
+// compare-and-set, reading again when a holder wrote it meanwhile. A node
+// that does not decode is written with a fresh record (its holder, if any,
+// loses the lease as it would on reading it).
+func raiseSlot(conn *zk.Conn, p string, until, now int64) (raised, rewritten bool, err error) {
+	for attempt := 0; ; attempt++ {
+		data, st, err := conn.Get(p)
+		if err != nil {
+			return false, false, fmt.Errorf("read %s: %w", p, err)
+		}
+		rec, derr := decodeSlot(data)
+		if derr == nil && rec.ReservedUntilMs >= until {
+			return false, false, nil
+		}
+		next := SlotRecord{ReservedUntilMs: until, UpdatedMs: now}
+		if derr == nil {
+			next.LastMs, next.Holder = rec.LastMs, rec.Holder
+		}
+		_, err = conn.Set(p, encodeSlot(next), st.Version)
+		if errors.Is(err, zk.ErrBadVersion) && attempt < 10 {
+			continue // a holder renewed meanwhile: read it again
+		}
+		if err != nil {
+			return false, false, fmt.Errorf("write %s: %w", p, err)
+		}
+		return derr == nil, derr != nil, nil
+	}
+}

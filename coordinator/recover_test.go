@@ -1,0 +1,108 @@
+package coordinator
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// copyDir copies a ZooKeeper data dir (the server stopped) as a backup.
+func copyDir(t testing.TB, from, to string) {
+	t.Helper()
+	if out, err := exec.Command("rm", "-rf", to).CombinedOutput(); err != nil {
+		t.Fatalf("rm %s: %v %s", to, err, out)
+	}
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp %s %s: %v %s", from, to, err, out)
+	}
+}
+
+// ZooKeeper is restored from a backup taken before the holder of slot Z
+// claimed it, while that holder (C), cut off from ZooKeeper, rides on its
+// ceiling. The standby A, which saw C's lease node, is refused by the
+// restored server (it has seen a later zxid; go-zookeeper would retry
+// forever). A sees the refusal, opens a new session, and claims nothing
+// until recover has raised every slot past what the fleet could have
+// issued; then it serves Z, without a restart, above everything C issued.
+// (Claiming at once from the restored tree gave A C's IDs again.)
+func TestRestoreFromBackup(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	ic := DefaultInitConfig()
+	ic.NewFleet, ic.MaxHorizon, ic.MaxSkew = true, 10*time.Second, 500*time.Millisecond
+	initRootT(t, obs, ic)
+	obs.Close()
+	backup := t.TempDir() + "/data"
+	zs.Stop()
+	copyDir(t, zs.DataDir(), backup)
+	zs.Restart()
+
+	z := snowflake.Slot{Datacenter: 9, Machine: 9}
+	rec := newRecorder()
+	p := zktest.NewProxy(t, zs.Addr())
+	cfgC := pinned(testConfig(p.Addr()), z)
+	cfgC.Horizon, cfgC.StandbyHorizon, cfgC.MaxClockLead = 8*time.Second, 0, time.Second
+	c := startWorker(t, "C", cfgC, rec)
+	c.waitReady(10 * time.Second)
+	cfgA := pinned(testConfig(zs.Addr()), z)
+	cfgA.MaxReservationWait = 15 * time.Second
+	a := startWorker(t, "A", cfgA, rec)
+	waitFor(t, 10*time.Second, "A standing by for Z", func() bool { return a.c.getState() == StateStandby })
+	time.Sleep(300 * time.Millisecond)
+
+	p.Blackhole() // C rides on its ceiling, up to 8 s ahead
+	zs.Stop()
+	copyDir(t, backup, zs.DataDir())
+	zs.Restart()
+	waitFor(t, 15*time.Second, "A sees the ensemble went back and waits for recover", a.c.awaitingRecover.Load)
+	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if a.c.Ready() || a.c.Generator() != nil {
+			t.Fatal("A claimed from a rolled-back tree")
+		}
+	}
+
+	obs = observer(t, zs.Addr())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := RecoverRoot(ctx, obs, DefaultRoot, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Raised+res.Kept != snowflake.Slots || res.Marker == "" || res.Owned != AllDatacenters {
+		t.Fatalf("recover: %+v; want every slot raised or kept, a marker, every datacenter", res)
+	}
+	m, err := ReadSlotMap(obs, DefaultRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s, r := range m.Slots {
+		if r.ReservedUntilMs < res.ReservedUntilMs {
+			t.Fatalf("slot %s reserved until %d after recover, below %d", s, r.ReservedUntilMs, res.ReservedUntilMs)
+		}
+	}
+	waitFor(t, 20*time.Second, "A serving Z after recover, without a restart", a.c.Ready)
+	waitFor(t, 10*time.Second, "C's ceiling passed", func() bool { return !c.c.Ready() })
+	c.Crash()
+	a.Crash()
+	hs := rec.holdings(z)
+	if len(hs) != 2 || hs[0].worker != "C" || hs[1].worker != "A" {
+		t.Fatalf("holdings %+v: want C, then A", hs)
+	}
+	rec.checkDisjoint(t)
+}
+
+// recover refuses a missing root (the ensemble lost its data: init).
+func TestRecoverMissingRoot(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	_, err := RecoverRoot(context.Background(), obs, "/none", zk.WorldACL(zk.PermAll))
+	if err == nil || !strings.Contains(err.Error(), "snowflakectl init") {
+		t.Fatalf("recover of a missing root: %v; want a refusal naming init", err)
+	}
+}

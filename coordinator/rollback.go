@@ -1,0 +1,97 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// ErrWentBack: the ensemble went back in time (restored from a backup): a
+// lease node this worker made has a sequence below one it saw before under
+// the same root. Its slot records may be older than what holders issued
+// since; the worker claims nothing until snowflakectl recover has run.
+var ErrWentBack = errors.New("zookeeper went back in time")
+
+// rollbackWatch notices an ensemble restored from a backup while this
+// worker runs. The sequence ZooKeeper appends to a lease node is leases/'s
+// child version, which only grows while the tree is kept; under the same
+// root (its czxid and ctime), a new node of ours numbered at or below one
+// seen before means the tree was rolled back.
+type rollbackWatch struct {
+	czxid, ctime int64 // the root's identity, from checkRoot
+	seen         int64 // the highest lease sequence seen under it
+	valid        bool  // seen was set
+	lastMs       int64 // our clock at the listing that last raised seen
+}
+
+// reset forgets the sequences seen: a root read afresh (made again, or
+// repaired) starts a new history.
+func (r *rollbackWatch) reset(st *zk.Stat) {
+	*r = rollbackWatch{}
+	if st != nil {
+		r.czxid, r.ctime = st.Czxid, st.Ctime
+	}
+}
+
+// note records the sequences of a listing of leases/.
+func (r *rollbackWatch) note(names []string, nowMs int64) {
+	for _, n := range names {
+		if _, seq, err := ParseLeaseName(n); err == nil && (!r.valid || LeaseSeqBefore(r.seen, seq)) {
+			r.seen, r.valid, r.lastMs = seq, true, nowMs
+		}
+	}
+}
+
+// wentBack reports whether our new lease node, named name, is numbered at
+// or below a sequence seen before.
+func (r *rollbackWatch) wentBack(name string) (bool, int64) {
+	_, seq, err := ParseLeaseName(name)
+	if err != nil || !r.valid {
+		return false, 0
+	}
+	return !LeaseSeqBefore(r.seen, seq), seq
+}
+
+// awaitRecover waits, not claiming, until the root shows that
+// snowflakectl recover ran after the rollback (a root written later, by
+// ZooKeeper's clock, than our last confirmed write or listing, naming a
+// recovery), or until the root was made again (another czxid or ctime).
+func (s *session) awaitRecover(ctx context.Context, seq int64) error {
+	c := s.c
+	c.m.rollbacks.Inc()
+	c.awaitingRecover.Store(true)
+	defer c.awaitingRecover.Store(false)
+	since := max(c.mtimeMs.Load(), s.rollback.lastMs)
+	c.log.Error("zookeeper went back in time (restored from a backup?); not claiming until snowflakectl recover runs", "error", ErrWentBack,
+		"root", c.cfg.Root, "lease_sequence", seq, "seen_before", s.rollback.seen,
+		"fix", "snowflakectl recover (deploy/runbook.md: ZooKeeper was restored from a backup)")
+	for {
+		var (
+			data []byte
+			st   *zk.Stat
+		)
+		err := c.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(c.cfg.Root); return })
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return &damage{kind: "root", path: c.cfg.Root}
+		case err == nil:
+			if st.Czxid != s.rollback.czxid || st.Ctime != s.rollback.ctime {
+				s.rollback.reset(st)
+				c.log.Info("the root was made again; claiming", "root", c.cfg.Root)
+				return nil
+			}
+			if info, derr := decodeRoot(c.cfg.Root, data); derr == nil && info.Recovery != "" && st.Mtime > since {
+				s.rollback.reset(st)
+				c.log.Info("snowflakectl recover ran; claiming", "root", c.cfg.Root, "recovery", info.Recovery)
+				return nil
+			}
+		}
+		if !sleep(ctx, damagedRecheck) {
+			return ctx.Err()
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,159 @@
+//go:build integration
+
+package integration
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// initReach is what a root made by Stack.Init without --new-fleet reserves
+// past its make: the default max horizon and the suite's 10 s skew bound.
+const initReach = coordinator.DefaultMaxHorizon + 10*time.Second
+
+// zkCluster is the three ZooKeeper containers and their IDs.
+func (e env) zkCluster() ([]Container, []string) {
+	zks, err := e.st.ZooKeepers(e.ctx)
+	e.must(err, "list ZooKeeper")
+	ids := make([]string, len(zks))
+	for i, z := range zks {
+		ids[i] = z.ID
+	}
+	return zks, ids
+}
+
+// ctl runs snowflakectl in a worker container, on the ZooKeeper network.
+func (e env) ctl(args ...string) string {
+	e.t.Helper()
+	w := e.workers()[0]
+	out, err := docker(e.ctx, append([]string{"exec", w.ID, "/snowflakectl"}, args...)...)
+	e.must(err, "snowflakectl "+strings.Join(args, " ")+": "+out)
+	return strings.TrimSpace(out)
+}
+
+// holdersServe waits until every worker given serves again, and returns
+// when it did.
+func (e env) holdersServe(limit time.Duration, ws []Container) time.Time {
+	e.waitFor(limit, "every worker serves again, without a restart", func() bool {
+		for _, w := range ws {
+			if s, err := getStatus(e.ctx, w); err != nil || !s.Ready || serves(e.ctx, w.Addr("7609")) != nil {
+				return false
+			}
+		}
+		return true
+	})
+	return time.Now()
+}
+
+// p: a held slot's node is deleted and made again empty by hand (zkCli's
+// natural "fix" of a missing node), then its holder is killed: no worker
+// serves the slot from floor 0 (it is shown as damaged); repair gives it a
+// reservation past the root's bound.
+func slotNodeEmptied(e env) result {
+	w := e.workers()[0]
+	s := e.status(w)
+	sl, err := snowflake.ParseSlot(s.Slot)
+	e.must(err, "parse slot "+s.Slot)
+	conn, err := e.st.DialZK(e.ctx)
+	e.must(err, "dial ZooKeeper")
+	defer conn.Close()
+	sp := coordinator.SlotPath(zkRoot, sl)
+	fault := time.Now()
+	e.must(conn.Delete(sp, -1), "delete "+sp)
+	_, err = conn.Create(sp, nil, 0, zk.WorldACL(zk.PermAll))
+	e.must(err, "create "+sp+" with no data")
+	e.docker("kill", "-s", "KILL", w.ID)
+	down := sessionTimeout + 4*time.Second // its lease node is gone by then
+	e.sleep(down)
+	e.docker("start", w.ID)
+	e.sleep(3 * time.Second)
+	sm, err := coordinator.ReadSlotMap(conn, zkRoot)
+	e.must(err, "read the slot map")
+	if sm.Damaged[sl] == "" {
+		e.t.Errorf("slot %s, its node emptied by hand, is not shown as damaged", sl)
+	}
+	for _, l := range sm.Leases {
+		if l.Slot == sl {
+			e.t.Errorf("%s holds slot %s, whose node holds no reservation", l.Addr, sl)
+		}
+	}
+	e.must(conn.Delete(sp, -1), "delete the hand-made "+sp)
+	out := e.ctl("repair", "--zk", "zk1:2181,zk2:2181,zk3:2181", "--zk-root", zkRoot, "--slot", sl.String(), "--yes")
+	rec := e.slotRecord(s.Slot)
+	if rec.ReservedUntilMs <= s.CeilingMs {
+		e.t.Errorf("repair reserved %s until %d, not above its killed holder's ceiling %d", sl, rec.ReservedUntilMs, s.CeilingMs)
+	}
+	return result{want: 3, fault: fault, outage: down, note: fmt.Sprintf("emptied %s's slot node %s by hand and killed it: shown damaged, never served; %s",
+		w.Short(), sl, strings.ReplaceAll(out, "\n", "; "))}
+}
+
+// q: the whole ensemble loses its data (its data and log directories
+// wiped) while the workers ride the outage out on their ceilings. No worker
+// makes the root again; init (not --new-fleet) does, reserving past the
+// bound: every worker serves again without a restart, above anything the
+// old fleet issued.
+func ensembleRebuilt(e env) result {
+	holders := e.workers()
+	zks, ids := e.zkCluster()
+	fault := time.Now()
+	for _, z := range zks {
+		e.docker("exec", z.ID, "rm", "-rf", "/data/version-2", "/datalog/version-2")
+	}
+	e.docker(append([]string{"kill", "-s", "KILL"}, ids...)...)
+	e.docker(append([]string{"start"}, ids...)...)
+	e.must(e.st.WaitZK(e.ctx, 90*time.Second), "quorum of the rebuilt ensemble")
+	e.sleep(3 * time.Second)
+	conn, err := e.st.DialZK(e.ctx)
+	e.must(err, "dial ZooKeeper")
+	defer conn.Close()
+	if ok, _, err := conn.Exists(zkRoot); err != nil || ok {
+		e.t.Errorf("the root of the rebuilt ensemble: exists %v (%v); workers must never make it", ok, err)
+	}
+	e.must(e.st.Init(e.ctx, false), "snowflakectl init on the rebuilt ensemble")
+	initAt := time.Now()
+	back := e.holdersServe(initReach+recoveryBound+30*time.Second, holders)
+	return result{want: 3, fault: fault, back: back, outage: initAt.Sub(fault) + initReach,
+		note: fmt.Sprintf("wiped the ensemble's data; init %.1f s after the fault; every worker serving again %.1f s after init (the bound: %v)",
+			initAt.Sub(fault).Seconds(), back.Sub(initAt).Seconds(), initReach)}
+}
+
+// r: ZooKeeper is restored from a copy of its data taken a minute earlier
+// while the workers serve. The workers see the ensemble went back in time
+// and claim nothing; recover raises every slot past what the fleet could
+// have issued since, and every worker serves again without a restart.
+func ensembleRestored(e env) result {
+	holders := e.workers()
+	zks, ids := e.zkCluster()
+	dir := e.t.TempDir()
+	for _, z := range zks {
+		for _, d := range []string{"data", "datalog"} {
+			e.docker("cp", z.ID+":/"+d, dir+"/"+z.ID+"-"+d)
+		}
+	}
+	e.sleep(time.Minute)
+	fault := time.Now()
+	for _, z := range zks {
+		e.docker("exec", z.ID, "rm", "-rf", "/data/version-2", "/datalog/version-2")
+	}
+	e.docker(append([]string{"kill", "-s", "KILL"}, ids...)...)
+	for _, z := range zks {
+		for _, d := range []string{"data", "datalog"} {
+			e.docker("cp", dir+"/"+z.ID+"-"+d+"/.", z.ID+":/"+d)
+		}
+	}
+	e.docker(append([]string{"start"}, ids...)...)
+	e.must(e.st.WaitZK(e.ctx, 90*time.Second), "quorum of the restored ensemble")
+	e.sleep(sessionTimeout + 4*time.Second) // time to see the rollback
+	out := e.ctl("recover", "--zk", "zk1:2181,zk2:2181,zk3:2181", "--zk-root", zkRoot, "--yes")
+	recoverAt := time.Now()
+	back := e.holdersServe(initReach+recoveryBound+30*time.Second, holders)
+	return result{want: 3, fault: fault, back: back, outage: recoverAt.Sub(fault) + initReach,
+		note: fmt.Sprintf("restored the ensemble from a copy a minute old; recover %.1f s after the fault; every worker serving again %.1f s after recover; %s",
+			recoverAt.Sub(fault).Seconds(), back.Sub(recoverAt).Seconds(), strings.ReplaceAll(out, "\n", "; "))}
+}
