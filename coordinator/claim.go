@@ -63,7 +63,7 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			names, err = s.list(ctx)
 			listTook = time.Since(listed)
 			if err == nil {
-				s.rollback.note(names, c.nowMs())
+				s.rollback.note(names, time.Now().UnixMilli())
 			}
 			if err != nil {
 				if fatal(err) {
@@ -124,7 +124,7 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			s.deleteLease(ctx, l)
 			continue
 		}
-		s.rollback.note(names, c.nowMs())
+		s.rollback.note(names, time.Now().UnixMilli())
 		fresh = true
 		if h, ok := holders(names)[slot]; !ok || h.name != l.name {
 			s.deleteLease(ctx, l)

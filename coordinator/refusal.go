@@ -15,14 +15,20 @@ import (
 var errRefusedSession = errors.New("zookeeper refuses our session's reconnect but grants a new session: the ensemble went back in time")
 
 // watchRefusal probes the ensemble with a fresh connection (which has seen
-// no zxid) whenever conn has had no session for a session timeout; when the
-// probe gets one, conn is refused for the zxid it has seen, and watchRefusal
-// marks the coordinator refused and wakes its loops. It returns when ctx
-// ends or after marking.
+// no zxid) whenever conn has had no session for a session timeout; when
+// probes get one while conn does not, conn is refused for the zxid it has
+// seen, and watchRefusal marks the coordinator refused and wakes its loops.
+// It returns when ctx ends or after marking.
 func (c *Coordinator) watchRefusal(ctx context.Context, conn *zk.Conn) {
 	tick := time.NewTicker(c.cfg.SessionTimeout / 4)
 	defer tick.Stop()
-	var since time.Time
+	// since: when conn was first seen without a session; granted: when a
+	// probe first got one meanwhile. A reconnect after a partition, an
+	// expiry or a restart completes within seconds of the ensemble
+	// answering; a refusal for our zxid lasts for ever. So the verdict
+	// needs a probe granted, then conn still without a session two session
+	// timeouts later, and a second probe granted.
+	var since, granted time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -30,7 +36,7 @@ func (c *Coordinator) watchRefusal(ctx context.Context, conn *zk.Conn) {
 		case <-tick.C:
 		}
 		if conn.State() == zk.StateHasSession {
-			since = time.Time{}
+			since, granted = time.Time{}, time.Time{}
 			continue
 		}
 		if since.IsZero() {
@@ -40,17 +46,25 @@ func (c *Coordinator) watchRefusal(ctx context.Context, conn *zk.Conn) {
 		if time.Since(since) < c.cfg.SessionTimeout {
 			continue
 		}
-		if c.probeSession(ctx) {
-			c.refused.Store(true)
-			c.log.Error("zookeeper refuses our session but grants a new one: the ensemble went back in time (restored from a backup, or rebuilt empty); opening a new session, and claiming only after snowflakectl recover (or init)",
-				"error", errRefusedSession)
-			select {
-			case c.wake <- struct{}{}:
-			default:
-			}
-			return
+		if !granted.IsZero() && time.Since(granted) < 2*c.cfg.SessionTimeout {
+			continue
 		}
-		since = time.Now() // the ensemble is away for everyone: look again later
+		if !c.probeSession(ctx) {
+			granted = time.Time{} // the ensemble is away for everyone: look again later
+			continue
+		}
+		if granted.IsZero() {
+			granted = time.Now()
+			continue
+		}
+		c.refused.Store(true)
+		c.log.Error("zookeeper refuses our session but grants a new one: the ensemble went back in time (restored from a backup, or rebuilt empty); opening a new session, and claiming only after snowflakectl recover (or init)",
+			"error", errRefusedSession, "without_session", time.Since(since).Round(time.Second))
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
+		return
 	}
 }
 
