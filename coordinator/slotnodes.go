@@ -190,6 +190,24 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 			return fmt.Errorf("repair: create %s: %w", p, err)
 		}
 	}
+	// ZooKeeper's time (slots/ holds no data: writing none stamps it): a
+	// holder's reservation follows the leader's clock within its max skew,
+	// and ours may run behind it.
+	st, err := conn.Set(SlotsPath(root), nil, -1)
+	if err != nil {
+		return fmt.Errorf("repair: stamp %s: %w", SlotsPath(root), err)
+	}
+	if zkLeast := st.Mtime + info.Reach().Milliseconds(); zkLeast > least {
+		least = zkLeast
+		if cfg.ReservedUntilMs == 0 {
+			until = least
+		}
+		if until < least && !cfg.AllowLow {
+			return fmt.Errorf("repair: %w: %s is below ZooKeeper's time + the root's bound (max horizon %v + max skew %v = %s); give a later --reserve-until, or --unsafe-low-reservation",
+				ErrReservationTooLow, time.UnixMilli(until).UTC().Format(time.RFC3339Nano), info.MaxHorizon(), info.MaxSkew(), time.UnixMilli(least).UTC().Format(time.RFC3339Nano))
+		}
+		res.ReservedUntilMs = until
+	}
 	names, _, err := conn.Children(SlotsPath(root))
 	if err != nil {
 		return fmt.Errorf("repair: list %s: %w", SlotsPath(root), err)

@@ -130,10 +130,11 @@ func ensembleRebuilt(e env) result {
 func ensembleRestored(e env) result {
 	holders := e.workers()
 	zks, ids := e.zkCluster()
+	// docker cp -a keeps the files' owner: the server runs as its own user.
 	dir := e.t.TempDir()
 	for _, z := range zks {
 		for _, d := range []string{"data", "datalog"} {
-			e.docker("cp", z.ID+":/"+d, dir+"/"+z.ID+"-"+d)
+			e.docker("cp", "-a", z.ID+":/"+d, dir+"/"+z.ID+"-"+d)
 		}
 	}
 	e.sleep(time.Minute)
@@ -144,7 +145,7 @@ func ensembleRestored(e env) result {
 	e.docker(append([]string{"kill", "-s", "KILL"}, ids...)...)
 	for _, z := range zks {
 		for _, d := range []string{"data", "datalog"} {
-			e.docker("cp", dir+"/"+z.ID+"-"+d+"/.", z.ID+":/"+d)
+			e.docker("cp", "-a", dir+"/"+z.ID+"-"+d+"/.", z.ID+":/"+d)
 		}
 	}
 	e.docker(append([]string{"start"}, ids...)...)

@@ -76,6 +76,30 @@
  *               confirmed it
  *   M_LOGICALCEIL mutant: the logical clock (issue 16) passes the ceiling:
  *               it takes last+1 without checking it against the ceiling
+ *
+ * The edges (issue 30), -DEDGES: what operators and disasters do around
+ * the lease.  Clocks are then BOUNDED: ZooKeeper's time zt (the leader's
+ * mtime) moves on by itself, and every clock reading of a worker or an
+ * operator lies within zt-K..zt+K (K = the root's max_skew, the horizon H
+ * its max_horizon: init.go's bound, which workers above it refuse).  Each
+ * of these happens at most once, at any moment, while anything else goes on
+ * (zombies keep issuing up to their ceilings until they notice):
+ *   E_REMAKE   the ensemble loses its data; snowflakectl init makes the
+ *              root again (init.go: fillRoot): zR := zt + H + K, every
+ *              lease node gone, every session with it
+ *   E_EMPTY    an operator deletes the slot node and makes it again by hand
+ *              with no data (layout.go: decodeSlot): damage, never floor 0
+ *   E_REPAIR   an operator deletes the slot node; snowflakectl repair makes
+ *              it again (slotnodes.go: repair): zR := max(zt, clock) + H + K
+ *   E_RESTORE  a backup of the slot node (zR, zX) taken at any moment is
+ *              restored later, every lease node and session gone; workers
+ *              that saw it (rollback.go, refusal.go) claim nothing until
+ *              snowflakectl recover (recover.go) raised zR to
+ *              max(zt, clock) + H + K
+ *   mutants:  M_INITMTIME  init reserves to the make's time only (zt)
+ *             M_EMPTYFLOOR0 an empty slot node reads as floor 0
+ *             M_REPAIRLOW  repair reserves below the horizon (clock + 1)
+ *             M_RECOVERMISS recover leaves this slot behind
  */
 
 #ifndef NW
@@ -95,6 +119,9 @@
 #endif
 #ifndef HS
 #define HS 1
+#endif
+#ifndef K
+#define K 1
 #endif
 
 /* queued write kinds */
@@ -120,6 +147,21 @@
 #define RELEASING 8    /* release.go: release */
 
 #define MAX(a,b) ((a) > (b) -> (a) : (b))
+#ifdef EDGES
+#define ZECLEAR zE = 0
+#else
+#define ZECLEAR skip
+#endif
+#if defined(EDGES) && !defined(M_EMPTYFLOOR0)
+#define EMPTYOK (!zE)               /* an empty node is damage */
+#else
+#define EMPTYOK 1                   /* M_EMPTYFLOOR0: it reads as R = 0 */
+#endif
+#if defined(EDGES) && defined(E_RESTORE)
+#define ROLLED rolled
+#else
+#define ROLLED 0
+#endif
 #define MIN(a,b) ((a) < (b) -> (a) : (b))
 
 /* ---------------- ZooKeeper ---------------- */
@@ -127,6 +169,19 @@ byte zR;                 /* slots/..: reserved_until_ms */
 byte zH;                 /* slots/..: holder */
 bool zX = 1;             /* slots/.. exists: made with the root (item 7) */
 byte ndel;               /* operator deletions so far */
+#ifdef EDGES
+byte zt;                 /* ZooKeeper's time (the leader's clock) */
+bool zE;                 /* slots/..: made by hand, no reservation */
+bool nedge;              /* the one edge event has happened */
+bool bk;                 /* E_RESTORE: a backup was taken */
+byte bR; bool bX; bool bE; /* the backup of the slot node */
+bool rolled;             /* restored, recover not yet run */
+#define CLO MAX(zt, K) - K            /* a clock reading's range */
+#define CHI MIN(zt + K, MAXT)
+#else
+#define CLO 0
+#define CHI MAXT
+#endif
 byte seqctr;             /* leases/: the sequential counter */
 bool alive[NW];          /* worker w's lease node exists */
 byte nseq[NW];           /* its name (0 = none) */
@@ -261,7 +316,7 @@ inline land(w) {
   fi;
   if :: await[w] -> printf("\n") :: else -> printf(", unheard\n") fi;
   if
-  :: gr_ == OK -> zR = aval[w]; zH = anode[w]; zX = 1; invalidate_versions()
+  :: gr_ == OK -> zR = aval[w]; zH = anode[w]; zX = 1; ZECLEAR; invalidate_versions()
   :: else -> skip
   fi;
   if
@@ -395,10 +450,68 @@ end:
        zX = 0; zR = 0; zH = 0; ndel++; invalidate_versions() }
 #endif
 
+#ifdef EDGES
+  :: d_step { w == 0 && zt < MAXT -> zt++ }        /* time passes */
+#ifdef E_REMAKE
+  :: d_step { w == 0 && !nedge ->                  /* data lost; init */
+       nedge = 1; zX = 1; zE = 0; zH = 0;
+#ifdef M_INITMTIME
+       zR = zt;
+#else
+       zR = MIN(zt + H + K, MAXT);
+#endif
+       printf("OP : the ensemble lost its data; snowflakectl init makes the root, slots reserved until %d\n", zR);
+       gi_ = 0;
+       do
+       :: gi_ < NW -> alive[gi_] = 0; nseq[gi_] = 0; gi_++
+       :: else -> break
+       od;
+       gi_ = 0; canon(); invalidate_versions() }
+#endif
+#ifdef E_EMPTY
+  :: d_step { w == 0 && !nedge ->                  /* zkCli create, no data */
+       nedge = 1; zX = 1; zE = 1; zR = 0; zH = 0; invalidate_versions();
+       printf("OP : delete slots/dc07-m13 and create it again by hand, empty\n") }
+#endif
+#ifdef E_REPAIR
+  :: atomic { w == 0 && !nedge -> PICK(CLO, CHI); d_step {   /* delete; repair */
+       nedge = 1; zX = 1; zE = 0; zH = 0; invalidate_versions();
+#ifdef M_REPAIRLOW
+       zR = MIN(gt_ + 1, MAXT);
+#else
+       zR = MIN(MAX(gt_, zt) + H + K, MAXT);
+#endif
+       printf("OP : delete slots/dc07-m13; snowflakectl repair makes it, reserved until %d\n", zR);
+       gt_ = 0 } }
+#endif
+#ifdef E_RESTORE
+  :: d_step { w == 0 && !bk ->                     /* a backup */
+       bk = 1; bR = zR; bX = zX; bE = zE;
+       printf("OP : backup of ZooKeeper (slot reserved until %d)\n", bR) }
+  :: d_step { w == 0 && bk && !nedge ->            /* restore it */
+       nedge = 1; rolled = 1; zR = bR; zX = bX; zE = bE; zH = 0;
+       printf("OP : ZooKeeper restored from the backup: slot reserved until %d again\n", zR);
+       gi_ = 0;
+       do
+       :: gi_ < NW -> alive[gi_] = 0; nseq[gi_] = 0; gi_++
+       :: else -> break
+       od;
+       gi_ = 0; canon(); invalidate_versions() }
+  :: atomic { w == 0 && rolled -> PICK(CLO, CHI); d_step {   /* recover */
+       rolled = 0;
+#ifndef M_RECOVERMISS
+       zR = MAX(zR, MIN(MAX(gt_, zt) + H + K, MAXT)); invalidate_versions();
+#endif
+       printf("OP : snowflakectl recover: slot reserved until %d\n", zR);
+       gt_ = 0 } }
+#endif
+#endif
+
   /* ---------------- claim ---------------- */
   /* claim.go: claim -- list leases/, freeSlots: the slot is free when no
-     lease node names it (else standby) */
-  :: d_step { pc[w] == LIST && aop[w] == NONE && NOLIVE ->
+     lease node names it (else standby); after a rollback it sees, nothing
+     until recover (rollback.go: awaitRecover) */
+  :: d_step { pc[w] == LIST && aop[w] == NONE && NOLIVE && !ROLLED ->
        printf("W%d : ls leases/: slot free\n", w); pc[w] = CREATE }
   /* claim.go: createLease -- protected ephemeral sequential create on our
      current session, Exists confirms ephemeralOwner */
@@ -425,10 +538,16 @@ end:
        :: alive[w] && zX && !(zH != 0 && zH == nseq[w]) && attempted[w] && !verc[w] ->
             printf("W%d : slot written by another holder during our claim: give up\n", w);
             giveup(w)
-       :: alive[w] && zX && !(zH != 0 && zH == nseq[w]) && !(attempted[w] && !verc[w]) ->
+       :: alive[w] && zX && !(zH != 0 && zH == nseq[w]) && !(attempted[w] && !verc[w]) && EMPTYOK ->
             rf[w] = zR; verc[w] = 1;
             printf("W%d : read slot: R=%d, l.floor := %d\n", w, zR, zR);
             pc[w] = WAIT
+#if defined(EDGES) && !defined(M_EMPTYFLOOR0)
+       :: alive[w] && zX && zE && !(zH != 0 && zH == nseq[w]) ->
+            /* layout.go: decodeSlot -- no reservation: damage, let go */
+            printf("W%d : slot node holds no reservation: damage, refuse the slot\n", w);
+            giveup(w)
+#endif
 #ifdef M_CREATE0
        :: alive[w] && !zX && !attempted[w] ->
             /* the code before item 7: first use, Multi(Check, Create) at floor 0 */
@@ -449,7 +568,7 @@ end:
 #if defined(M_NOWAIT) || defined(V_NOWAITONLY)
   :: atomic { pc[w] == WAIT && aop[w] == NONE -> PICK(0, MAXT); d_step {
 #else
-  :: atomic { pc[w] == WAIT && aop[w] == NONE && rf[w] < MAXT -> PICK(rf[w] + 1, MAXT); d_step {
+  :: atomic { pc[w] == WAIT && aop[w] == NONE && rf[w] < CHI -> PICK(MAX(rf[w] + 1, CLO), CHI); d_step {
 #endif
 #if defined(M_NOWAIT)
        gt_ = gt_ + H;
@@ -506,7 +625,7 @@ end:
   /* hold.go: renew -- target := reservedUntil(now, l.ceiling), writeSlot
      at l.version */
   :: atomic { pc[w] == HOLD && aop[w] == NONE && alive[w] ->
-       PICK(0, MAXT); d_step {
+       PICK(CLO, CHI); d_step {
        gt_ = MAX(gt_ + H, ceil[w]);
        printf("W%d : queue renew Multi(Check n%d, SetData R=%d)\n", w, nseq[w], gt_);
        send(w, RENEW, gt_);
@@ -520,7 +639,7 @@ end:
      with HS; below, the reservation is lowered: l.ceiling :=
      gen.LowerCeiling(want) = max(want, last issued), then writeSlot of it */
   :: atomic { pc[w] == HOLD && aop[w] == NONE && alive[w] ->
-       PICK(0, MAXT); d_step {
+       PICK(CLO, CHI); d_step {
        gt_ = MAX(gt_ + HS, rf[w]);
        if
        :: gt_ >= ceil[w] ->

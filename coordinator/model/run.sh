@@ -105,6 +105,11 @@ if [ "$MODE" = full ]; then
 	check code-t5 hold dfs -DMAXT=5
 	check code-3w-t2 hold dfs -DNW=3 -DMAXT=2
 fi
+# --- the edges (issue 30): bounded skew K=1, one disaster or hand edit each -
+check edge-remake-t4 hold dfs -DMAXT=4 -DNOSHORTEN -DEDGES -DE_REMAKE
+check edge-empty-t4 hold dfs -DMAXT=4 -DNOSHORTEN -DEDGES -DE_EMPTY
+check edge-repair-t4 hold dfs -DMAXT=4 -DNOSHORTEN -DEDGES -DE_REPAIR
+check edge-restore-t4 hold dfs -DMAXT=4 -DNOSHORTEN -DEDGES -DE_RESTORE
 # --- mutants: breadth-first, so the trail is a shortest one ---------------
 check m1-bareset fail bfs -DMAXT=4 -DM_BARESET
 check m2-nowait fail bfs -DMAXT=3 -DM_NOWAIT
@@ -114,6 +119,10 @@ check m5-nofloor fail bfs -DMAXT=3 -DM_NOFLOOR
 check m6-create0 fail bfs -DMAXT=3 -DMAXDEL=1 -DM_CREATE0
 check m7-writefirst fail bfs -DMAXT=3 -DM_WRITEFIRST
 check m8-logicalceil fail bfs -DMAXT=3 -DM_LOGICALCEIL
+check m9-initmtime fail bfs -DMAXT=3 -DEDGES -DE_REMAKE -DM_INITMTIME
+check m10-emptyfloor0 fail bfs -DMAXT=3 -DEDGES -DE_EMPTY -DM_EMPTYFLOOR0
+check m11-repairlow fail bfs -DMAXT=3 -DEDGES -DE_REPAIR -DM_REPAIRLOW
+check m12-recovermiss fail bfs -DMAXT=3 -DEDGES -DE_RESTORE -DM_RECOVERMISS
 
 wait
 fails=0
