@@ -50,7 +50,9 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 			"ensembles, or when an ensemble could not be scanned whole; otherwise 3 when\n"+
 			"ZooKeeper refused it a subtree (a fleet in it went unseen) that --zk-scan-skip\n"+
 			"does not name. Run it with every region's ensemble before opening a region.")
-	auth := fs.String("zk-auth", "", "ZooKeeper digest auth `user:password`; fleet roots are world-readable, so rarely needed")
+	var za zkFlags // --zk-auth and --zk-auth-file only: the ensembles are arguments
+	fs.StringVar(&za.auth, "zk-auth", "", "ZooKeeper digest auth `user:password` (env SNOWFLAKE_ZK_AUTH); fleet roots are world-readable, so rarely needed")
+	fs.StringVar(&za.authFile, "zk-auth-file", "", "`file` holding the ZooKeeper digest credentials, one line user:password, not accessible to others (env SNOWFLAKE_ZK_AUTH_FILE)")
 	var zt zkTLSFlags
 	zt.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object {fleets, overlaps, failed}")
@@ -64,9 +66,10 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() == 0 {
 		return usageError(stderr, "fleets", "give at least one ensemble (host:port[,host:port...])")
 	}
-	if *auth != "" && !strings.Contains(*auth, ":") {
-		return usageError(stderr, "fleets", "--zk-auth must be user:password")
+	if err := za.readAuth(); err != nil {
+		return usageError(stderr, "fleets", "%v", err)
 	}
+	auth := &za.auth
 	if err := zt.check(); err != nil {
 		return usageError(stderr, "fleets", "%v", err)
 	}

@@ -23,8 +23,8 @@ import (
 // zkFlags are the ZooKeeper flags shared by slots, next and bench; each
 // defaults from the environment variable snowflaked reads for it.
 type zkFlags struct {
-	servers, root, auth string
-	tls                 zkTLSFlags
+	servers, root, auth, authFile string
+	tls                           zkTLSFlags
 }
 
 func (z *zkFlags) register(fs *flag.FlagSet) {
@@ -32,8 +32,12 @@ func (z *zkFlags) register(fs *flag.FlagSet) {
 		"ZooKeeper `servers`, comma-separated host:port (env SNOWFLAKE_ZK)")
 	fs.StringVar(&z.root, "zk-root", envOr("SNOWFLAKE_ZK_ROOT", coordinator.DefaultRoot),
 		"the fleet's root `znode` (env SNOWFLAKE_ZK_ROOT)")
-	fs.StringVar(&z.auth, "zk-auth", os.Getenv("SNOWFLAKE_ZK_AUTH"),
-		"ZooKeeper digest auth `user:password` (env SNOWFLAKE_ZK_AUTH); the slot map is world-readable, so rarely needed")
+	// The environment's credentials are read at check, never shown as a
+	// default in -h.
+	fs.StringVar(&z.auth, "zk-auth", "",
+		"ZooKeeper digest auth `user:password` (env SNOWFLAKE_ZK_AUTH); an argument shows in ps: prefer --zk-auth-file")
+	fs.StringVar(&z.authFile, "zk-auth-file", "",
+		"`file` holding the ZooKeeper digest credentials, one line user:password, not accessible to others (env SNOWFLAKE_ZK_AUTH_FILE)")
 	z.tls.register(fs)
 }
 
@@ -51,8 +55,8 @@ func (z *zkFlags) check() ([]string, error) {
 	if !coordinator.ValidRoot(z.root) {
 		return nil, fmt.Errorf("--zk-root %q must be an absolute znode path like /snowflake", z.root)
 	}
-	if z.auth != "" && !strings.Contains(z.auth, ":") {
-		return nil, errors.New("--zk-auth must be user:password")
+	if err := z.readAuth(); err != nil {
+		return nil, err
 	}
 	if err := z.tls.check(); err != nil {
 		return nil, err
@@ -315,4 +319,30 @@ func durOrDash(ms *int64, signed bool) string {
 		d = "+" + d
 	}
 	return d
+}
+
+// readAuth settles the ZooKeeper credentials: --zk-auth, or the file
+// --zk-auth-file names, or else SNOWFLAKE_ZK_AUTH_FILE or
+// SNOWFLAKE_ZK_AUTH from the environment.
+func (z *zkFlags) readAuth() error {
+	if z.auth != "" && z.authFile != "" {
+		return errors.New("--zk-auth and --zk-auth-file are both given; give one")
+	}
+	if z.auth == "" && z.authFile == "" {
+		z.authFile = os.Getenv("SNOWFLAKE_ZK_AUTH_FILE")
+		if z.authFile == "" {
+			z.auth = os.Getenv("SNOWFLAKE_ZK_AUTH")
+		}
+	}
+	if z.authFile != "" {
+		auth, err := coordinator.ReadAuthFile(z.authFile)
+		if err != nil {
+			return fmt.Errorf("--zk-auth-file %q: %w", z.authFile, err)
+		}
+		z.auth = auth
+	}
+	if z.auth != "" && !strings.Contains(z.auth, ":") {
+		return errors.New("--zk-auth must be user:password")
+	}
+	return nil
 }

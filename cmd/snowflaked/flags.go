@@ -33,6 +33,9 @@ type options struct {
 	// for errors from Validate.
 	coordFlags, workerFlags map[string]string
 	tls                     tlsOptions
+	// zkAuthFile is --zk-auth-file: the ZooKeeper credentials, read into
+	// coord.Auth at start.
+	zkAuthFile string
 	// requirepassFile is --requirepass-file; passwords what it held at start.
 	requirepassFile string
 	passwords       [][]byte
@@ -67,7 +70,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	c, w := &o.coord, &o.worker
 	fs.Var(newAddrsFlag(&c.Servers), coord("Servers", "zk"), "ZooKeeper servers, comma-separated `host:port` list")
 	fs.StringVar(&c.Root, coord("Root", "zk-root"), c.Root, "root znode of the fleet (several fleets can share an ensemble when they own disjoint datacenters: snowflakectl init --datacenters)")
-	fs.StringVar(&c.Auth, coord("Auth", "zk-auth"), c.Auth, "ZooKeeper digest auth as user:password; nodes are then writable by it only (default none)")
+	fs.StringVar(&c.Auth, coord("Auth", "zk-auth"), c.Auth, "ZooKeeper digest auth as user:password; nodes are then writable by it only (default none; prefer --zk-auth-file: an argument shows in ps)")
+	fs.StringVar(&o.zkAuthFile, "zk-auth-file", "", "file holding the ZooKeeper digest credentials, one line user:password; must not be accessible to others (instead of --zk-auth)")
 	fs.StringVar(&c.TLS.CertFile, coord("TLS.CertFile", "zk-tls-cert-file"), "", "PEM client certificate for ZooKeeper's secureClientPort; any --zk-tls-* turns TLS to ZooKeeper on (--zk then lists the secure ports); re-read at each new connection when changed")
 	fs.StringVar(&c.TLS.KeyFile, coord("TLS.KeyFile", "zk-tls-key-file"), "", "PEM key of --zk-tls-cert-file")
 	fs.StringVar(&c.TLS.CACertFile, coord("TLS.CACertFile", "zk-tls-ca-cert-file"), "", "PEM CA certificates the ZooKeeper servers' certificates are checked against (default: the system's)")
@@ -139,6 +143,16 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	}
 	if err := o.tls.check(); err != nil {
 		return o, err
+	}
+	if o.zkAuthFile != "" {
+		if o.coord.Auth != "" {
+			return o, usagef("--zk-auth and --zk-auth-file are both given; give one")
+		}
+		auth, err := coordinator.ReadAuthFile(o.zkAuthFile)
+		if err != nil {
+			return o, usagef("--zk-auth-file %q: %v", o.zkAuthFile, err)
+		}
+		o.coord.Auth = auth
 	}
 	if o.requirepassFile != "" {
 		pws, err := worker.ReadPasswordFile(o.requirepassFile)

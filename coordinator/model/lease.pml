@@ -174,7 +174,8 @@ byte zt;                 /* ZooKeeper's time (the leader's clock) */
 bool zE;                 /* slots/..: made by hand, no reservation */
 bool nedge;              /* the one edge event has happened */
 bool bk;                 /* E_RESTORE: a backup was taken */
-byte bR; bool bX; bool bE; /* the backup of the slot node */
+byte bR;                 /* the backup of the slot node's reservation (it
+                            exists, not emptied: one edge per run) */
 bool rolled;             /* restored, recover not yet run */
 #define CLO MAX(zt, K) - K            /* a clock reading's range */
 #define CHI MIN(zt + K, MAXT)
@@ -486,10 +487,10 @@ end:
 #endif
 #ifdef E_RESTORE
   :: d_step { w == 0 && !bk ->                     /* a backup */
-       bk = 1; bR = zR; bX = zX; bE = zE;
+       bk = 1; bR = zR;
        printf("OP : backup of ZooKeeper (slot reserved until %d)\n", bR) }
   :: d_step { w == 0 && bk && !nedge ->            /* restore it */
-       nedge = 1; rolled = 1; zR = bR; zX = bX; zE = bE; zH = 0;
+       nedge = 1; rolled = 1; zR = bR; zH = 0;
        printf("OP : ZooKeeper restored from the backup: slot reserved until %d again\n", zR);
        gi_ = 0;
        do
@@ -514,8 +515,10 @@ end:
   :: d_step { pc[w] == LIST && aop[w] == NONE && NOLIVE && !ROLLED ->
        printf("W%d : ls leases/: slot free\n", w); pc[w] = CREATE }
   /* claim.go: createLease -- protected ephemeral sequential create on our
-     current session, Exists confirms ephemeralOwner */
-  :: d_step { pc[w] == CREATE && aop[w] == NONE ->
+     current session, Exists confirms ephemeralOwner; after a rollback the
+     node's sequence is at or below one seen before: deleted, and nothing
+     until recover (rollback.go) -- the create waits, which is the same */
+  :: d_step { pc[w] == CREATE && aop[w] == NONE && !ROLLED ->
        seqctr++; nseq[w] = seqctr; alive[w] = 1;
        canon(); pc[w] = CHECK;
        printf("W%d : create lease node n%d\n", w, nseq[w]) }

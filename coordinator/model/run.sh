@@ -106,10 +106,10 @@ if [ "$MODE" = full ]; then
 	check code-3w-t2 hold dfs -DNW=3 -DMAXT=2
 fi
 # --- the edges (issue 30): bounded skew K=1, one disaster or hand edit each -
-check edge-remake-t4 hold dfs -DMAXT=4 -DNOSHORTEN -DEDGES -DE_REMAKE
-check edge-empty-t4 hold dfs -DMAXT=4 -DNOSHORTEN -DEDGES -DE_EMPTY
-check edge-repair-t4 hold dfs -DMAXT=4 -DNOSHORTEN -DEDGES -DE_REPAIR
-check edge-restore-t4 hold dfs -DMAXT=4 -DNOSHORTEN -DEDGES -DE_RESTORE
+check edge-remake-t3 hold dfs -DMAXT=3 -DNOSHORTEN -DEDGES -DE_REMAKE
+check edge-empty-t3 hold dfs -DMAXT=3 -DNOSHORTEN -DEDGES -DE_EMPTY
+check edge-repair-t3 hold dfs -DMAXT=3 -DNOSHORTEN -DEDGES -DE_REPAIR
+check edge-restore-t3 hold dfs -DMAXT=3 -DNOSHORTEN -DEDGES -DE_RESTORE
 # --- mutants: breadth-first, so the trail is a shortest one ---------------
 check m1-bareset fail bfs -DMAXT=4 -DM_BARESET
 check m2-nowait fail bfs -DMAXT=3 -DM_NOWAIT

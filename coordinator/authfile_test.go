@@ -1,0 +1,48 @@
+package coordinator
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadAuthFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good", "fleet:s3cret-pass\n", 0o600)
+	if got, err := ReadAuthFile(good); err != nil || got != "fleet:s3cret-pass" {
+		t.Fatalf("ReadAuthFile(good) = %q, %v", got, err)
+	}
+	for name, c := range map[string]struct {
+		data string
+		mode os.FileMode
+		want string
+	}{
+		"world": {"fleet:pw\n", 0o644, "accessible to others"},
+		"empty": {"\n", 0o600, "0 lines"},
+		"two":   {"a:b\nc:d\n", 0o600, "2 lines"},
+		"bad":   {"nocolon\n", 0o600, "want user:password"},
+	} {
+		_, err := ReadAuthFile(write(name, c.data, c.mode))
+		if !errors.Is(err, ErrAuthFile) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want ErrAuthFile saying %q", name, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw") && name == "world" {
+			t.Errorf("%s: the error shows the secret: %v", name, err)
+		}
+	}
+	if _, err := ReadAuthFile(filepath.Join(dir, "missing")); !errors.Is(err, ErrAuthFile) {
+		t.Errorf("missing file: %v", err)
+	}
+}
