@@ -21,7 +21,9 @@ type passwords struct {
 	log  hclog.Logger
 }
 
-// reloadLoop re-reads the file on SIGHUP until ctx ends.
+// reloadLoop re-reads the file on SIGHUP until ctx ends; without a file it
+// logs the signal and ignores it (SIGHUP's default would kill the worker
+// without a drain or a release).
 func (p *passwords) reloadLoop(ctx context.Context) error {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -31,6 +33,10 @@ func (p *passwords) reloadLoop(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-hup:
+		}
+		if p.path == "" {
+			p.log.Info("SIGHUP: nothing to re-read (no --requirepass-file); ignored")
+			continue
 		}
 		pws, err := worker.ReadPasswordFile(p.path)
 		if err != nil {

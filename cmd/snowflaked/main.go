@@ -89,7 +89,8 @@ type daemon struct {
 	drain   time.Duration
 	// shutdownDelay: how long IDs are still served, not ready, after a signal.
 	shutdownDelay time.Duration
-	// pw re-reads --requirepass-file on SIGHUP; nil without one.
+	// pw re-reads --requirepass-file on SIGHUP (without one, SIGHUP is
+	// logged and ignored).
 	pw *passwords
 	// tls is the TLS listener and configs (--tls-listen, --http-tls).
 	tls *tlsSide
@@ -155,9 +156,11 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 				shutdownDelay: o.shutdownDelay, tls: side,
 				httpSrv: srv.AdminServer(srv.Handler(reg)),
 			}
+			// Always there: SIGHUP's default action would kill the worker
+			// with no drain and no release.
+			d.pw = &passwords{path: o.requirepassFile, srv: srv, log: log}
 			if o.requirepassFile != "" {
 				srv.SetPasswords(o.passwords)
-				d.pw = &passwords{path: o.requirepassFile, srv: srv, log: log}
 			}
 			return d, nil
 		}
@@ -210,7 +213,7 @@ func (d *daemon) run() error {
 			_ = d.httpSrv.Shutdown(ctx)
 		})
 	}
-	if d.pw != nil {
+	{
 		// Passwords: re-read on SIGHUP, until the shutdown.
 		ctx, cancel := context.WithCancel(context.Background())
 		g.Add(func() error { return d.pw.reloadLoop(ctx) }, func(error) { cancel() })
