@@ -15,7 +15,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/lease-model.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-MEM=${MEM:-3500} # MB, pan's memory limit per search
+MEM=${MEM:-5000} # MB, pan's memory limit per search (edge-restore-t3 needs about 4.5 GB)
 JOBS=${JOBS:-2}
 command -v spin >/dev/null || { echo "model: spin missing (apt-get install spin; make deps)" >&2; exit 2; }
 command -v gcc >/dev/null || { echo "model: gcc missing" >&2; exit 2; }
