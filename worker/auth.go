@@ -37,6 +37,12 @@ const (
 	defaultUser = "default"
 )
 
+// MaxWrongPasswords is how many wrong passwords one connection may send:
+// the reply to the last is followed by a close. Without it one connection
+// tried 1.7 million passwords a second; a guesser now pays a connection
+// (and a slot of --max-conns) per three.
+const MaxWrongPasswords = 3
+
 // ReadPasswordFile reads one password per line (at most MaxPasswords; blank
 // lines and a trailing CR are ignored). A file others may read, write or
 // run is refused (not on Windows, which has no such mode bits): a password
@@ -82,6 +88,8 @@ type auth struct {
 	// kinds are the commands an unauthenticated connection may send.
 	authCmd, helloCmd, quitCmd cmdKind
 	failures                   prometheus.Counter
+	// lockouts counts connections closed after MaxWrongPasswords.
+	lockouts prometheus.Counter
 }
 
 func newAuth(reg prometheus.Registerer, cmds commandTable) (*auth, error) {
@@ -91,10 +99,16 @@ func newAuth(reg prometheus.Registerer, cmds commandTable) (*auth, error) {
 			Name: "snowflake_worker_auth_failures_total",
 			Help: "AUTH and HELLO AUTH attempts refused with WRONGPASS (a wrong password, or a user other than default).",
 		}),
+		lockouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_auth_lockouts_total",
+			Help: "Connections closed after sending MaxWrongPasswords (3) wrong passwords.",
+		}),
 	}
 	if reg != nil {
-		if err := reg.Register(a.failures); err != nil {
-			return nil, fmt.Errorf("register auth metrics: %w", err)
+		for _, c := range []prometheus.Collector{a.failures, a.lockouts} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("register auth metrics: %w", err)
+			}
 		}
 	}
 	return a, nil
@@ -177,11 +191,21 @@ func (c *conn) auth(args [][]byte) result {
 	}
 	if !c.s.auth.check(user, pw) {
 		c.wbuf = resp.AppendError(c.wbuf, replyWrongPass)
+		c.wrongPassword()
 		return resError
 	}
 	c.authed = true
 	c.wbuf = resp.AppendSimple(c.wbuf, "OK")
 	return resOK
+}
+
+// wrongPassword counts a WRONGPASS on the connection and, at
+// MaxWrongPasswords, has it closed after the reply.
+func (c *conn) wrongPassword() {
+	if c.wrongPasswords++; c.wrongPasswords >= MaxWrongPasswords && !c.closeAfter {
+		c.closeAfter = true
+		c.s.auth.lockouts.Inc()
+	}
 }
 
 // helloAuth checks HELLO's AUTH option (user, pw; nil when not given) and
@@ -199,6 +223,7 @@ func (c *conn) helloAuth(user, pw []byte) bool {
 	}
 	if !c.s.auth.check(user, pw) {
 		c.wbuf = resp.AppendError(c.wbuf, replyWrongPass)
+		c.wrongPassword()
 		return false
 	}
 	c.authed = true

@@ -82,14 +82,26 @@ func TestAuth(t *testing.T) {
 			}
 			r.expectPrefix("-NOAUTH HELLO must be called with the client already authenticated")
 			r.expect("-WRONGPASS invalid username-password pair or user is disabled.")
+			// The third wrong password closes the connection after its
+			// reply: what was pipelined behind it is not run.
+			r.send("AUTH wrong\r\nAUTH admin s3cret\r\nAUTH default s3cret\r\nNEXTID\r\n")
+			r.expect("-WRONGPASS invalid username-password pair or user is disabled.")
+			r.expect("-WRONGPASS invalid username-password pair or user is disabled.")
+			r.expectClosed()
+			if got := failures(); got != 3 {
+				t.Errorf("auth failures = %v, want 3", got)
+			}
+			var lock dto.Metric
+			if err := w.srv.auth.lockouts.Write(&lock); err != nil || lock.GetCounter().GetValue() != 1 {
+				t.Errorf("auth lockouts = %v (%v), want 1", lock.GetCounter().GetValue(), err)
+			}
+			// Two wrong passwords leave the connection open.
+			r = w.dial(t)
 			r.send("AUTH wrong\r\nAUTH admin s3cret\r\nAUTH default s3cret\r\nNEXTID\r\n")
 			r.expect("-WRONGPASS invalid username-password pair or user is disabled.")
 			r.expect("-WRONGPASS invalid username-password pair or user is disabled.")
 			r.expect("+OK")
 			r.expectPrefix(":")
-			if got := failures(); got != 3 {
-				t.Errorf("auth failures = %v, want 3", got)
-			}
 			// HELLO AUTH authenticates too; QUIT needs no password.
 			r = w.dial(t)
 			r.send("HELLO 2 AUTH default s3cret\r\nECHO done\r\n")

@@ -83,6 +83,10 @@ type conn struct {
 	// authed: the connection has authenticated, or connected while no
 	// password was set (auth.go).
 	authed bool
+	// wrongPasswords counts its WRONGPASS replies; closeAfter closes it
+	// after the current reply (MaxWrongPasswords reached).
+	wrongPasswords int
+	closeAfter     bool
 
 	name    string
 	scratch [64]byte

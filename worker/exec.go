@@ -35,7 +35,7 @@ func (c *conn) exec(args [][]byte) bool {
 	// Its latency is observed when its reply is written (flush): reading
 	// the clock per request costs more than the request on a VM.
 	c.pending[k]++
-	return !cmd.quit && !c.refused
+	return !cmd.quit && !c.refused && !c.closeAfter
 }
 
 func (c *conn) wrongArgs(name string) {
