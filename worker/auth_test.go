@@ -95,6 +95,12 @@ func TestAuth(t *testing.T) {
 			if err := w.srv.auth.lockouts.Write(&lock); err != nil || lock.GetCounter().GetValue() != 1 {
 				t.Errorf("auth lockouts = %v (%v), want 1", lock.GetCounter().GetValue(), err)
 			}
+			// HELLO's SETNAME takes effect only with the authentication.
+			r = w.dial(t)
+			r.send("HELLO 2 AUTH default wrong SETNAME evil\r\nAUTH s3cret\r\nCLIENT GETNAME\r\n")
+			r.expect("-WRONGPASS invalid username-password pair or user is disabled.")
+			r.expect("+OK")
+			r.expect("$-1")
 			// Two wrong passwords leave the connection open.
 			r = w.dial(t)
 			r.send("AUTH wrong\r\nAUTH admin s3cret\r\nAUTH default s3cret\r\nNEXTID\r\n")

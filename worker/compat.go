@@ -33,7 +33,7 @@ func (c *conn) info(args [][]byte) result {
 // (go-redis among them) take as "stay on RESP2".
 func (c *conn) hello(args [][]byte) result {
 	args = args[1:]
-	var user, pw []byte
+	var user, pw, name []byte
 	if len(args) > 0 {
 		v, ok := resp.ParseInt(args[0])
 		if !ok {
@@ -54,7 +54,7 @@ func (c *conn) hello(args [][]byte) result {
 					c.wbuf = resp.AppendError(c.wbuf, badName)
 					return resError
 				}
-				c.name = string(args[i+1])
+				name = args[i+1]
 				i++
 			default:
 				c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR Syntax error in HELLO option ", args[i])
@@ -62,8 +62,13 @@ func (c *conn) hello(args [][]byte) result {
 			}
 		}
 	}
+	// SETNAME takes effect only once the connection may run commands: an
+	// unauthenticated one could otherwise name itself in CLIENT LIST.
 	if !c.helloAuth(user, pw) {
 		return resError
+	}
+	if name != nil {
+		c.name = string(name)
 	}
 	c.wbuf = resp.AppendArrayHeader(c.wbuf, 14)
 	c.wbuf = resp.AppendBulkString(c.wbuf, "server")
