@@ -76,13 +76,9 @@ func recoverRoot(conn *zk.Conn, root string, acl []zk.ACL, res *RecoverResult) e
 	now := time.Now().UnixMilli()
 	until := max(st.Mtime, now) + info.Reach().Milliseconds()
 	res.ReservedUntilMs = until
-	names, _, err := conn.Children(SlotsPath(root))
+	have, err := slotNames(conn, root)
 	if err != nil {
-		return fmt.Errorf("recover: list %s: %w", SlotsPath(root), err)
-	}
-	have := make(map[string]bool, len(names))
-	for _, n := range names {
-		have[n] = true
+		return fmt.Errorf("recover: %w", err)
 	}
 	var missing []snowflake.Slot
 	for i := range snowflake.Slots {

@@ -33,13 +33,9 @@ func createSlotNodes(conn *zk.Conn, root string, acl []zk.ACL, want []snowflake.
 	data := encodeSlot(rec)
 	made := 0
 	for round := 0; ; round++ {
-		names, _, err := conn.Children(SlotsPath(root))
+		have, err := slotNames(conn, root)
 		if err != nil {
-			return made, fmt.Errorf("list %s: %w", SlotsPath(root), err)
-		}
-		have := make(map[string]bool, len(names))
-		for _, n := range names {
-			have[n] = true
+			return made, err
 		}
 		var ops []any
 		for _, s := range want {
@@ -65,6 +61,19 @@ func createSlotNodes(conn *zk.Conn, root string, acl []zk.ACL, want []snowflake.
 			made += len(batch)
 		}
 	}
+}
+
+// slotNames is the set of node names under root's slots/.
+func slotNames(conn *zk.Conn, root string) (map[string]bool, error) {
+	names, _, err := conn.Children(SlotsPath(root))
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", SlotsPath(root), err)
+	}
+	have := make(map[string]bool, len(names))
+	for _, n := range names {
+		have[n] = true
+	}
+	return have, nil
 }
 
 // RepairResult is what RepairSlots did for each slot it was asked about.
@@ -208,13 +217,9 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 		}
 		res.ReservedUntilMs = until
 	}
-	names, _, err := conn.Children(SlotsPath(root))
+	have, err := slotNames(conn, root)
 	if err != nil {
-		return fmt.Errorf("repair: list %s: %w", SlotsPath(root), err)
-	}
-	have := make(map[string]bool, len(names))
-	for _, n := range names {
-		have[n] = true
+		return fmt.Errorf("repair: %w", err)
 	}
 	var missing []snowflake.Slot
 	for _, s := range cfg.Slots {

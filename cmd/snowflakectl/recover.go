@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -48,17 +47,12 @@ func runRecover(args []string, in input, stdout, stderr io.Writer) int {
 		return usageError(stderr, "recover", "--timeout %v must be positive", *timeout)
 	}
 	if !*yes && !in.terminal {
-		return usageError(stderr, "recover", "refusing without confirmation: stdin is not a terminal; pass --yes to recover from a script")
+		return usageError(stderr, "recover", "%v", errNoTerminal)
 	}
 	fmt.Fprintf(stdout, "recover %s on %s: every slot node is raised to now + the root's bound; every slot's next holder waits that long\n",
 		z.root, strings.Join(servers, ","))
-	if !*yes {
-		fmt.Fprint(stdout, "Run this only after restoring ZooKeeper from a backup. Go on? [y/N] ")
-		line, _ := bufio.NewReader(in.r).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			fmt.Fprintln(stderr, "snowflakectl recover: not confirmed; nothing changed")
-			return exitFailure
-		}
+	if !*yes && !in.confirm(stdout, stderr, "recover", "Run this only after restoring ZooKeeper from a backup.") {
+		return exitFailure
 	}
 	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
 	if err != nil {

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -17,20 +15,6 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
-
-// input is where repair reads its confirmation; terminal says whether a
-// person can answer there.
-type input struct {
-	r        io.Reader
-	terminal bool
-}
-
-// stdinInput is the process's stdin, a terminal when it is a character
-// device.
-func stdinInput() input {
-	st, err := os.Stdin.Stat()
-	return input{r: os.Stdin, terminal: err == nil && st.Mode()&os.ModeCharDevice != 0}
-}
 
 func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	fs := newFlagSet("repair", "--slot dcNN-mNN[,...]|all [--reserve-until MS|now+DURATION] [--datacenters RANGES|all] [--yes] [--zk HOST:PORT,...] [--zk-root /snowflake]",
@@ -93,7 +77,7 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		return usageError(stderr, "repair", "%v", err)
 	}
 	if !*yes && !in.terminal {
-		return usageError(stderr, "repair", "refusing without confirmation: stdin is not a terminal; pass --yes to repair from a script")
+		return usageError(stderr, "repair", "%v", errNoTerminal)
 	}
 	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, max(*timeout, 2*time.Second), hclog.NewNullLogger())
 	if err != nil {
@@ -115,13 +99,8 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "repair %s under %s on %s: missing nodes are made with reserved_until %s; existing nodes are left as they are\n",
 		what, z.root, strings.Join(servers, ","), when)
-	if !*yes {
-		fmt.Fprint(stdout, "IDs of a re-created slot start above that time. Go on? [y/N] ")
-		line, _ := bufio.NewReader(in.r).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-			fmt.Fprintln(stderr, "snowflakectl repair: not confirmed; nothing changed")
-			return exitFailure
-		}
+	if !*yes && !in.confirm(stdout, stderr, "repair", "IDs of a re-created slot start above that time.") {
+		return exitFailure
 	}
 	res, err := coordinator.RepairSlots(ctx, conn, coordinator.RepairConfig{Root: z.root, ACL: coordinator.ACL(z.auth),
 		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, ScanSkip: skip})
