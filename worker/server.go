@@ -196,6 +196,29 @@ func isTemporary(err error) bool {
 	return errors.As(err, &t) && t.Temporary()
 }
 
+// rejectTLSTimeout bounds the answer to a refused TLS connection, its
+// handshake included.
+const rejectTLSTimeout = time.Second
+
+// rejectTLS answers a refused TLS connection off the accept loop: its first
+// write runs the handshake, which reads from the client (one silent
+// connection froze the TLS port that way). It is bounded as the lingering
+// refusals are: past maxRejectLingers at once, a refused one is closed.
+func (s *Server) rejectTLS(nc net.Conn) {
+	select {
+	case s.rejecting <- struct{}{}:
+	default:
+		nc.Close()
+		return
+	}
+	go func() {
+		defer func() { <-s.rejecting }()
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(rejectTLSTimeout))
+		_, _ = nc.Write([]byte("-ERR max number of clients reached\r\n"))
+	}()
+}
+
 // maxRejectLingers is how many refused connections may linger at once;
 // past it, a refused connection is closed at once, so a flood of them
 // costs no more than that many file descriptors for lingerTime.
@@ -207,6 +230,10 @@ const maxRejectLingers = 64
 // waits on it for long.
 func (s *Server) reject(nc net.Conn) {
 	s.m.rejected.Inc()
+	if _, plain := nc.(*net.TCPConn); !plain {
+		s.rejectTLS(nc)
+		return
+	}
 	_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	_, err := nc.Write([]byte("-ERR max number of clients reached\r\n"))
 	tc, ok := nc.(*net.TCPConn)

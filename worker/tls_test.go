@@ -236,3 +236,51 @@ func TestTLS(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// Past --max-conns a refused TLS connection is answered off the accept
+// loop: one that never starts its handshake used to freeze the TLS port
+// (reject's write ran the handshake on the accept goroutine, reading with
+// no deadline), so a slot freed later was never taken.
+func TestTLSRejectSilentClient(t *testing.T) {
+	zk := startZK(t)
+	p := newTestPKI(t)
+	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.MaxConns = 1 })
+	addr := startTLS(t, w, TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, AuthClients: "no"})
+	cfg := p.clientTLS(false)
+	first, err := tls.Dial("tcp", addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	if n, err := first.Read(buf); err != nil || !strings.HasPrefix(string(buf[:n]), "+PONG") {
+		t.Fatalf("first TLS client: %q, %v", buf[:n], err)
+	}
+	silent, err := net.Dial("tcp", addr) // past MaxConns, and says nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	time.Sleep(200 * time.Millisecond)
+	first.Close()
+	// The slot is free again: a new client must be served.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", addr, cfg)
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+			_, _ = c.Write([]byte("PING\r\n"))
+			n, err := c.Read(buf)
+			c.Close()
+			if err == nil && strings.HasPrefix(string(buf[:n]), "+PONG") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no TLS client served 10s after a slot freed, with a silent connection refused: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
