@@ -75,7 +75,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&c.TLS.CertFile, coord("TLS.CertFile", "zk-tls-cert-file"), "", "PEM client certificate for ZooKeeper's secureClientPort; any --zk-tls-* turns TLS to ZooKeeper on (--zk then lists the secure ports); re-read at each new connection when changed")
 	fs.StringVar(&c.TLS.KeyFile, coord("TLS.KeyFile", "zk-tls-key-file"), "", "PEM key of --zk-tls-cert-file")
 	fs.StringVar(&c.TLS.CACertFile, coord("TLS.CACertFile", "zk-tls-ca-cert-file"), "", "PEM CA certificates the ZooKeeper servers' certificates are checked against (default: the system's)")
-	fs.StringVar(&w.Listen, work("Listen", "listen"), w.Listen, "address of the ID service (Redis protocol)")
+	fs.StringVar(&w.Listen, work("Listen", "listen"), w.Listen, "address of the ID service (Redis protocol); \"\" turns it off (with --tls-listen: TLS only)")
 	fs.StringVar(&o.http, "http", o.http, "address of the admin HTTP server (/metrics /healthz /readyz /status)")
 	fs.StringVar(&c.Advertise, coord("Advertise", "advertise"), c.Advertise, "address clients reach the ID service at, published in the lease node (default hostname:listen-port, or listen-ip:port when --listen names one address)")
 	fs.IntVar(&c.Datacenter, coord("Datacenter", "datacenter"), c.Datacenter, "pin the worker to one datacenter's 32 slots, 0..31, one its fleet's root owns; -1 takes any slot of the fleet's datacenters")
@@ -129,6 +129,12 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		return o, usagef("--log-level %q: want trace, debug, info, warn or error", o.logLevel)
 	}
 	for _, a := range []struct{ flag, v string }{{"listen", o.worker.Listen}, {"http", o.http}} {
+		if a.flag == "listen" && a.v == "" {
+			if o.tls.listen == "" {
+				return o, usagef(`--listen "" turns the plaintext ID port off, and there is no --tls-listen: nothing would serve IDs`)
+			}
+			continue
+		}
 		if _, _, err := net.SplitHostPort(a.v); err != nil {
 			return o, usagef("--%s %q: want host:port or :port (%v)", a.flag, a.v, err)
 		}

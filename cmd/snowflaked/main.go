@@ -113,29 +113,45 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 		return nil, usagef("%v", err)
 	}
 
-	ln, err := net.Listen("tcp", wc.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen --listen %s: %w", wc.Listen, err)
+	// --listen "" turns the plaintext ID port off (validate: only with
+	// --tls-listen), so mutual TLS cannot be bypassed on it.
+	var ln net.Listener
+	if wc.Listen != "" {
+		if ln, err = net.Listen("tcp", wc.Listen); err != nil {
+			return nil, fmt.Errorf("listen --listen %s: %w", wc.Listen, err)
+		}
+	}
+	closeLn := func() {
+		if ln != nil {
+			ln.Close()
+		}
 	}
 	httpLn, err := net.Listen("tcp", o.http)
 	if err != nil {
-		ln.Close()
+		closeLn()
 		return nil, fmt.Errorf("listen --http %s: %w", o.http, err)
 	}
-	// Published only once the ports are bound, so :0 advertises the real port.
-	if cc.Advertise == "" {
-		cc.Advertise = advertised(ln.Addr())
-	}
-	cc.HTTPAdvertise = advertised(httpLn.Addr())
-	wc.Advertise, wc.Listen = cc.Advertise, ln.Addr().String()
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
 	side, err := newTLSSide(&o.tls, log, reg)
 	if err != nil {
-		ln.Close()
+		closeLn()
 		httpLn.Close()
 		return nil, err
+	}
+	// Published only once the ports are bound, so :0 advertises the real
+	// port: the plaintext one, or the TLS one when it is the only one.
+	idLn := ln
+	if idLn == nil {
+		idLn = side.ln
+	}
+	if cc.Advertise == "" {
+		cc.Advertise = advertised(idLn.Addr())
+	}
+	cc.HTTPAdvertise = advertised(httpLn.Addr())
+	wc.Advertise = cc.Advertise
+	if ln != nil {
+		wc.Listen = ln.Addr().String()
 	}
 	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
 	var fleet *coordinator.Fleet
@@ -149,7 +165,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 		var srv *worker.Server
 		srv, err = worker.New(wc, coord, log.Named("worker"), reg)
 		if err == nil {
-			log.Info("starting", "version", cc.Version, "listen", ln.Addr().String(), "http", httpLn.Addr().String(),
+			log.Info("starting", "version", cc.Version, "listen", wc.Listen, "http", httpLn.Addr().String(),
 				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
 			d := &daemon{
 				log: log, ln: ln, httpLn: srv.AdminListener(httpLn), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout,
@@ -165,7 +181,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 			return d, nil
 		}
 	}
-	ln.Close()
+	closeLn()
 	httpLn.Close()
 	if side.ln != nil {
 		side.ln.Close()
@@ -179,7 +195,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 // at once.
 func (d *daemon) run() error {
 	var g oklog.Group
-	{
+	if d.ln != nil {
 		// ID server: stop accepting, answer what was received, close.
 		g.Add(func() error { return d.srv.Serve(d.ln) }, func(error) {
 			_ = d.srv.Shutdown(context.Background())

@@ -53,6 +53,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--log-format", "xml"}, nil, 2, `--log-format "xml": want text or json`},
 		{[]string{"--log-level", "loud"}, nil, 2, `--log-level "loud"`},
 		{[]string{"--listen", "7609"}, nil, 2, `--listen "7609": want host:port`},
+		{[]string{"--listen", ""}, nil, 2, `--listen "" turns the plaintext ID port off, and there is no --tls-listen`},
 		{[]string{"--shutdown-delay", "-1s"}, nil, 2, "--shutdown-delay -1s: want 0..10m"},
 		{[]string{"extra"}, nil, 2, `unexpected argument "extra"`},
 		{[]string{"--tls-listen", ":0", "--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/nonexistent/k.pem", "--tls-auth-clients", "no"}, nil, 2, `--tls-cert-file "/nonexistent/c.pem", --tls-key-file "/nonexistent/k.pem", --tls-ca-cert-file "", --tls-auth-clients no: bad TLS files`},
