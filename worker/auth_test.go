@@ -95,6 +95,22 @@ func TestAuth(t *testing.T) {
 			if err := w.srv.auth.lockouts.Write(&lock); err != nil || lock.GetCounter().GetValue() != 1 {
 				t.Errorf("auth lockouts = %v (%v), want 1", lock.GetCounter().GetValue(), err)
 			}
+			// Before AUTH, Redis's unauthenticated limits: 10 arguments,
+			// 16 KiB each; after it, the full ones.
+			eleven := "*11\r\n" + strings.Repeat("$4\r\nPING\r\n", 11)
+			r = w.dial(t)
+			r.send(eleven)
+			r.expect("-ERR Protocol error: unauthenticated multibulk length")
+			r.expectClosed()
+			r = w.dial(t)
+			r.send("*2\r\n$4\r\nAUTH\r\n$17000\r\n")
+			r.expect("-ERR Protocol error: unauthenticated bulk length")
+			r.expectClosed()
+			r = w.dial(t)
+			r.send("AUTH s3cret\r\n" + eleven + "*2\r\n$4\r\nECHO\r\n$17000\r\n" + strings.Repeat("x", 17000) + "\r\n")
+			r.expect("+OK")
+			r.expect("-ERR wrong number of arguments for 'ping' command")
+			r.expect("$17000")
 			// HELLO's SETNAME takes effect only with the authentication.
 			r = w.dial(t)
 			r.send("HELLO 2 AUTH default wrong SETNAME evil\r\nAUTH s3cret\r\nCLIENT GETNAME\r\n")

@@ -163,6 +163,9 @@ func (c *conn) execSlice() sliceEnd {
 			return sliceMore
 		}
 		frame := c.rbuf[c.r:c.w]
+		if !c.p.started() {
+			c.p.unauth = !c.authed && c.s.auth.required()
+		}
 		n, err := c.p.parse(frame)
 		if err != nil {
 			c.protocolError(err)

@@ -22,6 +22,15 @@ const (
 	// maxHeader is the longest *<n> or $<n> header line: '*', 10 digits, CRLF
 	// and some slack.
 	maxHeader = 32
+
+	// AuthMaxArgs and AuthMaxBulk are Redis's limits (since CVE-2021-32675)
+	// for a connection that has not authenticated while a password is set;
+	// AuthMaxFrame bounds its whole request, and so its read buffer: AUTH
+	// and HELLO … AUTH are small, and 1,600 connections each sending the
+	// start of a 125 KB request no longer hold 200 MB.
+	AuthMaxArgs  = 10
+	AuthMaxBulk  = 16 << 10
+	AuthMaxFrame = AuthMaxBulk + 1024
 )
 
 // ErrProtocol is matched (errors.Is) by every malformed-request error; the
@@ -43,6 +52,9 @@ const (
 	errTooManyArgs
 	errQuotes
 	errBigFrame
+	errUnauthMbulk
+	errUnauthBulk
+	errUnauthFrame
 )
 
 func (e protoError) Error() string        { return "Protocol error: " + e.reason() }
@@ -70,6 +82,12 @@ func (e protoError) reason() string {
 		return "unbalanced quotes in request"
 	case errBigFrame:
 		return "request larger than the 131072-byte limit"
+	case errUnauthMbulk:
+		return "unauthenticated multibulk length"
+	case errUnauthBulk:
+		return "unauthenticated bulk length"
+	case errUnauthFrame:
+		return "unauthenticated request larger than the 17408-byte limit"
 	}
 	return "malformed request"
 }
@@ -91,6 +109,18 @@ type parser struct {
 	// offs holds start, end offsets of each complete argument, relative to
 	// the start of the frame, so they survive the buffer moving.
 	offs []int32
+	// unauth holds a request to the limits of an unauthenticated
+	// connection (AuthMaxArgs, AuthMaxBulk, AuthMaxFrame); set by the
+	// connection before each request.
+	unauth bool
+}
+
+// maxFrame is the largest request the parser takes now.
+func (p *parser) maxFrame() int {
+	if p.unauth {
+		return AuthMaxFrame
+	}
+	return MaxFrame
 }
 
 func newParser() parser { return parser{nargs: -1, offs: make([]int32, 0, 16)} }
@@ -130,6 +160,9 @@ func (p *parser) parse(buf []byte) (n int, err error) {
 		if v > MaxArgs {
 			return 0, errMbulkLen
 		}
+		if p.unauth && v > AuthMaxArgs {
+			return 0, errUnauthMbulk
+		}
 		if v <= 0 {
 			// Redis ignores *0 and *-1 requests: consume them, no reply.
 			p.reset()
@@ -143,7 +176,7 @@ func (p *parser) parse(buf []byte) (n int, err error) {
 			return 0, errExpectedDlr
 		}
 		v, hend, err := parseHeader(rest, '$', errBigBulk, errBulkLen)
-		if err == nil && hend == 0 && len(buf) >= MaxFrame {
+		if err == nil && hend == 0 && len(buf) >= p.maxFrame() {
 			// The buffer holds MaxFrame bytes and this header is not even
 			// complete: the request cannot fit.
 			return 0, errBigFrame
@@ -154,9 +187,15 @@ func (p *parser) parse(buf []byte) (n int, err error) {
 		if v < 0 || v > MaxBulk {
 			return 0, errBulkLen
 		}
+		if p.unauth && v > AuthMaxBulk {
+			return 0, errUnauthBulk
+		}
 		start := p.pos + hend
 		end := start + int(v)
-		if end+2 > MaxFrame {
+		if end+2 > p.maxFrame() {
+			if p.unauth {
+				return 0, errUnauthFrame
+			}
 			return 0, errBigFrame
 		}
 		if end+2 > len(buf) {
@@ -199,16 +238,20 @@ func parseHeader(b []byte, kind byte, tooBig, bad protoError) (v int64, end int,
 // a word may be wrapped in "double" or 'single' quotes to hold spaces (no
 // escapes are interpreted).
 func (p *parser) parseInline(buf []byte) (n int, err error) {
+	maxLine, maxArgs := MaxInline, MaxArgs
+	if p.unauth {
+		maxLine, maxArgs = AuthMaxBulk, AuthMaxArgs
+	}
 	i := bytes.IndexByte(buf[p.pos:], '\n')
 	if i < 0 {
-		if len(buf) > MaxInline {
+		if len(buf) > maxLine {
 			return 0, errBigInline
 		}
 		p.pos = len(buf)
 		return 0, nil
 	}
 	i += p.pos
-	if i > MaxInline {
+	if i > maxLine {
 		return 0, errBigInline
 	}
 	line := i
@@ -223,7 +266,7 @@ func (p *parser) parseInline(buf []byte) (n int, err error) {
 			j++
 			continue
 		}
-		if len(p.offs)/2 >= MaxArgs {
+		if len(p.offs)/2 >= maxArgs {
 			return 0, errTooManyArgs
 		}
 		if c == '"' || c == '\'' {
