@@ -29,6 +29,13 @@ var ErrPasswordFile = errors.New("bad password file")
 // one and, during a rotation, the next.
 const MaxPasswords = 2
 
+// MinPasswordLen is the shortest password a password file may hold. The
+// password is for programs, never typed by a person, so length costs
+// nothing, and a short one falls to guessing (a connection per three
+// tries still makes thousands a second): refused at start rather than
+// warned about, since a warning in a log is read after the fact.
+const MinPasswordLen = 16
+
 const (
 	replyNoAuth    = "NOAUTH Authentication required."
 	replyWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
@@ -69,6 +76,12 @@ func ReadPasswordFile(path string) ([][]byte, error) {
 			continue
 		}
 		pws = append(pws, line)
+	}
+	for i, pw := range pws {
+		if len(pw) < MinPasswordLen {
+			return nil, fmt.Errorf("%w: %s: password %d of %d is %d bytes; at least %d (say, openssl rand -base64 24)",
+				ErrPasswordFile, path, i+1, len(pws), len(pw), MinPasswordLen)
+		}
 	}
 	switch {
 	case len(pws) == 0:

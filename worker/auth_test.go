@@ -26,8 +26,8 @@ func TestReadPasswordFile(t *testing.T) {
 		}
 		return p
 	}
-	pws, err := ReadPasswordFile(write("two", "old pw\r\n\nnew\n", 0o600))
-	if err != nil || len(pws) != 2 || string(pws[0]) != "old pw" || string(pws[1]) != "new" {
+	pws, err := ReadPasswordFile(write("two", "old password 0001\r\n\nnew-password-00002\n", 0o600))
+	if err != nil || len(pws) != 2 || string(pws[0]) != "old password 0001" || string(pws[1]) != "new-password-00002" {
 		t.Fatalf("two passwords: %q, %v", pws, err)
 	}
 	for name, c := range map[string]struct {
@@ -36,8 +36,9 @@ func TestReadPasswordFile(t *testing.T) {
 	}{
 		"missing":        {filepath.Join(dir, "nope"), "no such file"},
 		"empty":          {write("empty", "\n\n", 0o600), "holds no password"},
-		"three":          {write("three", "a\nb\nc\n", 0o600), "holds 3 passwords"},
+		"three":          {write("three", strings.Repeat("a-long-password-123\n", 3), 0o600), "holds 3 passwords"},
 		"world-readable": {write("world", "a\n", 0o644), "accessible to others (mode -rw-r--r--)"},
+		"short":          {write("short", "a-long-password-123\ns3cret\n", 0o600), "password 2 of 2 is 6 bytes; at least 16"},
 		"directory":      {dir, "not a regular file"},
 	} {
 		_, err := ReadPasswordFile(c.path)

@@ -25,7 +25,7 @@ func TestDaemonSecurity(t *testing.T) {
 	certs := zktest.NewCerts(t)
 	zks := zktest.StartWith(t, zktest.Options{TLS: certs})
 	pw := filepath.Join(t.TempDir(), "requirepass")
-	writeSecret(t, pw, "old-secret\n")
+	writeSecret(t, pw, "old-secret-0123456789\n")
 
 	pem, err := os.ReadFile(certs.CAFile)
 	if err != nil {
@@ -60,22 +60,22 @@ func TestDaemonSecurity(t *testing.T) {
 	if out := cli("NEXTID"); !strings.Contains(out, "NOAUTH") {
 		t.Fatalf("NEXTID without AUTH = %q, want NOAUTH", out)
 	}
-	if out := cli("-a", "old-secret", "NEXTID"); !isID(out) {
+	if out := cli("-a", "old-secret-0123456789", "NEXTID"); !isID(out) {
 		t.Fatalf("NEXTID with the password = %q", out)
 	}
 
-	writeSecret(t, pw, "new-secret\n")
+	writeSecret(t, pw, "new-secret-0123456789\n")
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for out := cli("-a", "new-secret", "NEXTID"); !isID(out); out = cli("-a", "new-secret", "NEXTID") {
+	for out := cli("-a", "new-secret-0123456789", "NEXTID"); !isID(out); out = cli("-a", "new-secret-0123456789", "NEXTID") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the new password after SIGHUP: %q", out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if out := cli("-a", "old-secret", "NEXTID"); !strings.Contains(out, "WRONGPASS") {
+	if out := cli("-a", "old-secret-0123456789", "NEXTID"); !strings.Contains(out, "WRONGPASS") {
 		t.Fatalf("the old password after the rotation: %q, want WRONGPASS", out)
 	}
 	if strings.Contains(d.out.String(), "old-secret") || strings.Contains(d.out.String(), "new-secret") {
