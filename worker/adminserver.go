@@ -2,6 +2,8 @@ package worker
 
 import (
 	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
 	"sync"
 	"time"
@@ -39,8 +41,14 @@ func (s *Server) AdminServer(h http.Handler) *http.Server {
 // the rest. Without a cap, a client that opens connections and keeps them
 // would exhaust the process's file descriptors, and with them the ID
 // port's accepts and the ZooKeeper reconnects.
+//
+// One remote address holds at most Config.HTTPMaxConnsPerAddr of them: past
+// that a new connection from it is closed at once (counted), so that 700
+// idle connections from one host no longer keep /healthz failing past the
+// liveness probe's restart point.
 func (s *Server) AdminListener(ln net.Listener) net.Listener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, s.cfg.HTTPMaxConns), done: make(chan struct{})}
+	return &limitListener{Listener: ln, sem: make(chan struct{}, s.cfg.HTTPMaxConns), done: make(chan struct{}),
+		perAddr: s.cfg.HTTPMaxConnsPerAddr, byAddr: map[string]int{}, refused: s.m.adminRefused}
 }
 
 // limitListener is AdminListener's listener.
@@ -49,20 +57,53 @@ type limitListener struct {
 	sem       chan struct{} // one token per open connection
 	done      chan struct{} // closed by Close: Accept waits no more
 	closeOnce sync.Once
+	perAddr   int
+	mu        sync.Mutex
+	byAddr    map[string]int // open connections by remote host
+	refused   prometheus.Counter
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
+	for {
+		select {
+		case l.sem <- struct{}{}:
+		case <-l.done:
+			return nil, net.ErrClosed
+		}
+		c, err := l.Listener.Accept()
+		if err != nil {
+			<-l.sem
+			return nil, err
+		}
+		host := remoteHost(c)
+		l.mu.Lock()
+		if l.byAddr[host] >= l.perAddr {
+			l.mu.Unlock()
+			c.Close()
+			<-l.sem
+			l.refused.Inc()
+			continue
+		}
+		l.byAddr[host]++
+		l.mu.Unlock()
+		return &limitConn{Conn: c, release: func() {
+			l.mu.Lock()
+			if l.byAddr[host]--; l.byAddr[host] <= 0 {
+				delete(l.byAddr, host)
+			}
+			l.mu.Unlock()
+			<-l.sem
+		}}, nil
 	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
+}
+
+// remoteHost is the host part of c's remote address.
+func remoteHost(c net.Conn) string {
+	a := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(a); err == nil {
+		return h
 	}
-	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
+	return a
 }
 
 func (l *limitListener) Close() error {

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -39,6 +40,11 @@ type Config struct {
 	// (AdminListener): past it, new ones wait in the kernel's backlog
 	// until one closes.
 	HTTPMaxConns int
+	// HTTPMaxConnsPerAddr caps the admin connections from one remote
+	// address: past it, a new one from that address is closed at once, so
+	// idle connections from one host cannot keep the probes (kubelet's,
+	// Prometheus's) out.
+	HTTPMaxConnsPerAddr int
 	// CloseOnNoLease closes a connection right after it answers -NOLEASE or
 	// -CLOCKBACK (no lease, ceiling passed, clock behind, draining), so that
 	// a generic client pooled behind an L4 balancer reconnects to a worker
@@ -52,14 +58,15 @@ type Config struct {
 // drain; the admin HTTP server takes up to 256 connections.
 func DefaultConfig() Config {
 	return Config{
-		Listen:         ":7609",
-		MaxConns:       10000,
-		IdleTimeout:    5 * time.Minute,
-		ReadTimeout:    10 * time.Second,
-		WriteTimeout:   10 * time.Second,
-		DrainTimeout:   5 * time.Second,
-		HTTPMaxConns:   256,
-		CloseOnNoLease: true,
+		Listen:              ":7609",
+		MaxConns:            10000,
+		IdleTimeout:         5 * time.Minute,
+		ReadTimeout:         10 * time.Second,
+		WriteTimeout:        10 * time.Second,
+		DrainTimeout:        5 * time.Second,
+		HTTPMaxConns:        256,
+		HTTPMaxConnsPerAddr: 32,
+		CloseOnNoLease:      true,
 	}
 }
 
@@ -86,6 +93,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTPMaxConns < 1 || c.HTTPMaxConns > 100_000 {
 		return bad("HTTPMaxConns", c.HTTPMaxConns, "is out of range 1..100000")
+	}
+	if c.HTTPMaxConnsPerAddr < 1 || c.HTTPMaxConnsPerAddr > c.HTTPMaxConns {
+		return bad("HTTPMaxConnsPerAddr", c.HTTPMaxConnsPerAddr, fmt.Sprintf("is out of range 1..HTTPMaxConns (%d)", c.HTTPMaxConns))
 	}
 	return nil
 }

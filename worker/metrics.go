@@ -15,8 +15,11 @@ type metrics struct {
 	conns      prometheus.Gauge
 	connsTotal prometheus.Counter
 	rejected   prometheus.Counter
-	protoErrs  prometheus.Counter
-	timeouts   [timeoutWrite + 1]prometheus.Counter // by timeoutKind
+	// adminRefused counts admin connections closed at once: their remote
+	// address held HTTPMaxConnsPerAddr already (AdminListener).
+	adminRefused prometheus.Counter
+	protoErrs    prometheus.Counter
+	timeouts     [timeoutWrite + 1]prometheus.Counter // by timeoutKind
 }
 
 // newMetrics makes the server's metrics, per command of cmds, and registers
@@ -49,6 +52,10 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) 
 			Name: "snowflake_worker_connections_rejected_total",
 			Help: "Client connections refused because MaxConns were open.",
 		}),
+		adminRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_admin_connections_refused_total",
+			Help: "Admin HTTP connections closed at once because their remote address held HTTPMaxConnsPerAddr already.",
+		}),
 		protoErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_worker_protocol_errors_total",
 			Help: "Connections closed for a malformed request.",
@@ -71,7 +78,7 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) 
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{ids, requests, latency, m.conns, m.connsTotal,
-			m.rejected, m.protoErrs, timeouts} {
+			m.rejected, m.adminRefused, m.protoErrs, timeouts} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

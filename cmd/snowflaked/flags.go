@@ -95,6 +95,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&w.WriteTimeout, work("WriteTimeout", "write-timeout"), w.WriteTimeout, "drop a connection that does not read its replies for this long")
 	fs.DurationVar(&w.DrainTimeout, work("DrainTimeout", "drain-timeout"), w.DrainTimeout, "at shutdown, how long in-flight requests get before connections are closed")
 	fs.IntVar(&w.HTTPMaxConns, work("HTTPMaxConns", "http-max-conns"), w.HTTPMaxConns, "most admin HTTP connections open at once; more wait in the kernel's backlog until one closes")
+	fs.IntVar(&w.HTTPMaxConnsPerAddr, work("HTTPMaxConnsPerAddr", "http-max-conns-per-addr"), w.HTTPMaxConnsPerAddr, "most admin HTTP connections open at once from one remote address; more from it are closed at once, so the probes get in")
 	fs.BoolVar(&w.CloseOnNoLease, work("CloseOnNoLease", "close-on-nolease"), w.CloseOnNoLease, "close a client connection after answering -NOLEASE or -CLOCKBACK, so a client pooled behind a load balancer reconnects to a worker that serves")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, how long /readyz answers 503 while IDs are still served, before the drain (give balancers time to drop the worker; 5s on Kubernetes)")
 	fs.StringVar(&o.requirepassFile, "requirepass-file", "", "file holding the password clients must AUTH with (Redis's requirepass), one per line, two during a rotation; re-read on SIGHUP; must not be accessible to others (default none: AUTH accepts anything)")
