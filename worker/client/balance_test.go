@@ -11,7 +11,7 @@ import (
 func TestPickIsEvenAmongHealthy(t *testing.T) {
 	eps := make([]*endpoint, 10)
 	for i := range eps {
-		eps[i] = newEndpoint("w"+string(rune('0'+i)), 1)
+		eps[i] = newEndpoint("w"+string(rune('0'+i)), -1, 1)
 	}
 	now := time.Now().UnixNano()
 	for _, e := range eps[:5] { // a run of five in backoff, then five healthy
@@ -39,7 +39,7 @@ func TestPickIsEvenAmongHealthy(t *testing.T) {
 func TestPickWhileHealthChanges(t *testing.T) {
 	eps := make([]*endpoint, 8)
 	for i := range eps {
-		eps[i] = newEndpoint("w"+string(rune('0'+i)), 1)
+		eps[i] = newEndpoint("w"+string(rune('0'+i)), -1, 1)
 	}
 	now := time.Now().UnixNano()
 	stop := make(chan struct{})

@@ -117,8 +117,16 @@ func (c *Client) do(ctx context.Context, e *endpoint, req func(*Conn) error) err
 // than RequestTimeout. It is apart from do so that the success path
 // allocates nothing (errors.As does).
 func (c *Client) failed(ctx context.Context, e *endpoint, started int64, err error, broken, callers bool) error {
-	var re *ReplyError
+	var (
+		re *ReplyError
+		se *SlotError
+	)
 	switch {
+	case errors.As(err, &se):
+		c.m.slotMismatches.Inc()
+		c.m.broken.Inc()
+		c.backoff(e, started, err)
+		return err
 	case errors.As(err, &re):
 		switch re.Code {
 		case CodeNoLease:

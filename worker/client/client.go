@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -64,7 +65,7 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Client, erro
 	empty := []*endpoint{}
 	c.eps.Store(&empty)
 	if conn == nil {
-		c.setEndpoints(cfg.Static)
+		c.setEndpoints(staticTargets(cfg.Static))
 		close(c.done)
 	} else {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -172,10 +173,26 @@ func (c *Client) Close() error {
 
 // setEndpoints makes addrs the worker set, keeping the pools of workers
 // that stay and closing those of workers that left.
-func (c *Client) setEndpoints(addrs []string) {
-	addrs = slices.Clone(addrs)
-	slices.Sort(addrs)
-	addrs = slices.Compact(addrs)
+// target is a worker to send requests to: its address and the slot index
+// its lease node names (-1: a static address, any slot).
+type target struct {
+	addr string
+	slot int32
+}
+
+// staticTargets are the addresses of a static list, any slot each.
+func staticTargets(addrs []string) []target {
+	ts := make([]target, len(addrs))
+	for i, a := range addrs {
+		ts[i] = target{addr: a, slot: -1}
+	}
+	return ts
+}
+
+func (c *Client) setEndpoints(ts []target) {
+	ts = slices.Clone(ts)
+	slices.SortFunc(ts, func(a, b target) int { return strings.Compare(a.addr, b.addr) })
+	ts = slices.CompactFunc(ts, func(a, b target) bool { return a.addr == b.addr })
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -186,14 +203,15 @@ func (c *Client) setEndpoints(addrs []string) {
 	for _, e := range old {
 		byAddr[e.addr] = e
 	}
-	next := make([]*endpoint, 0, len(addrs))
-	for _, a := range addrs {
-		if e, ok := byAddr[a]; ok {
+	next := make([]*endpoint, 0, len(ts))
+	for _, t := range ts {
+		if e, ok := byAddr[t.addr]; ok {
+			e.slot.Store(t.slot) // the worker may hold another slot now
 			next = append(next, e)
-			delete(byAddr, a)
+			delete(byAddr, t.addr)
 			continue
 		}
-		next = append(next, newEndpoint(a, c.cfg.PoolSize))
+		next = append(next, newEndpoint(t.addr, t.slot, c.cfg.PoolSize))
 	}
 	c.eps.Store(&next)
 	close(c.changed)
@@ -204,6 +222,10 @@ func (c *Client) setEndpoints(addrs []string) {
 		e.close()
 	}
 	if len(byAddr) > 0 || len(next) != len(old) {
+		addrs := make([]string, len(ts))
+		for i, t := range ts {
+			addrs[i] = t.addr
+		}
 		c.log.Info("workers changed", "workers", len(next), "addrs", addrs)
 	}
 }

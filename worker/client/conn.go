@@ -36,6 +36,25 @@ type Conn struct {
 	wbuf   []byte
 	broken bool
 	used   time.Time // when the pool last handed it out
+	// wantSlot is the slot index (datacenter<<5 | machine) every ID must
+	// carry, the one of the lease node the worker was found by; -1: any
+	// (a static list, a Conn dialed by hand).
+	wantSlot int32
+}
+
+// slotShift and slotMask take a slot index out of an ID.
+const (
+	slotShift = snowflake.SequenceBits
+	slotMask  = 1<<(snowflake.DatacenterBits+snowflake.MachineBits) - 1
+)
+
+// checkSlot is a *SlotError when id is not of the slot wanted.
+func (c *Conn) checkSlot(id int64) error {
+	if c.wantSlot < 0 || int32(id>>slotShift&slotMask) == c.wantSlot {
+		return nil
+	}
+	c.broken = true // not pooled again: redialed once discovery has caught up
+	return &SlotError{Addr: c.addr, Want: snowflake.SlotAt(int(c.wantSlot)), Got: snowflake.SlotAt(int(id >> slotShift & slotMask)), ID: id}
 }
 
 // Dial connects to a worker at addr (host:port) in plaintext, without a
@@ -45,7 +64,7 @@ func Dial(ctx context.Context, addr string) (*Conn, error) {
 }
 
 func newConn(addr string, nc net.Conn) *Conn {
-	return &Conn{addr: addr, nc: nc, r: bufio.NewReaderSize(nc, readBufSize), wbuf: make([]byte, 0, 256)}
+	return &Conn{addr: addr, nc: nc, r: bufio.NewReaderSize(nc, readBufSize), wbuf: make([]byte, 0, 256), wantSlot: -1}
 }
 
 // noDeadline clears a deadline.
@@ -120,6 +139,9 @@ func (c *Conn) ReceiveNext() (int64, error) {
 		if !ok || v <= 0 {
 			return 0, c.protocol("NEXTID answered %q, not a positive integer", line)
 		}
+		if err := c.checkSlot(v); err != nil {
+			return 0, err
+		}
 		return v, nil
 	case '-':
 		return 0, c.replyError(line[1:])
@@ -159,6 +181,14 @@ func (c *Conn) ReceiveNextN(dst []int64) error {
 			return c.protocol("NEXTIDS element %d is %q after %d: not positive and ascending", i, line, prev)
 		}
 		dst[i], prev = v, v
+	}
+	if c.wantSlot >= 0 {
+		// Every ID is looked at: a forged reply may mix slots.
+		for _, v := range dst {
+			if err := c.checkSlot(v); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

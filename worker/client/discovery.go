@@ -19,19 +19,20 @@ func dialZK(cfg Config, log hclog.Logger) (*zk.Conn, error) {
 }
 
 // discover follows the lease nodes until ctx ends: each holding lease with
-// an address is a worker. WatchLeases keeps the last good list while
+// an address is a worker, which must return IDs of that lease's slot only. WatchLeases keeps the last good list while
 // ZooKeeper is away, so the workers stay in use through an outage.
 func (c *Client) discover(ctx context.Context) {
 	defer close(c.done)
 	for leases := range coordinator.WatchLeases(ctx, c.zk, c.cfg.Root) {
-		addrs := make([]string, 0, len(leases))
+		ts := make([]target, 0, len(leases))
 		for _, l := range leases {
 			if l.Addr == "" {
 				c.log.Warn("lease node without an address", "node", l.Node, "slot", l.Slot.String())
 				continue
 			}
-			addrs = append(addrs, l.Addr)
+			// Every ID from it must be of the slot its lease node names.
+			ts = append(ts, target{addr: l.Addr, slot: int32(l.Slot.Index())})
 		}
-		c.setEndpoints(addrs)
+		c.setEndpoints(ts)
 	}
 }

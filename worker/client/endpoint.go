@@ -25,6 +25,9 @@ var (
 // endpoint is one worker: a bounded pool of connections and its health.
 type endpoint struct {
 	addr string
+	// slot is the slot index the worker's lease node names, which every ID
+	// it returns must carry; -1 for a static address. Discovery updates it.
+	slot atomic.Int32
 	// slots holds PoolSize entries: an idle connection, or nil for the right
 	// to dial one. Taking an entry is how a call gets the worker; the pool
 	// size is thereby also the bound on calls in flight to it.
@@ -44,8 +47,9 @@ type endpoint struct {
 	closed   atomic.Bool
 }
 
-func newEndpoint(addr string, pool int) *endpoint {
+func newEndpoint(addr string, slot int32, pool int) *endpoint {
 	e := &endpoint{addr: addr, slots: make(chan *Conn, pool)}
+	e.slot.Store(slot)
 	for range pool {
 		e.slots <- nil
 	}
@@ -87,6 +91,7 @@ func (e *endpoint) acquire(ctx context.Context, dialTimeout, idle time.Duration,
 		c = nil
 	}
 	if c != nil {
+		c.wantSlot = e.slot.Load()
 		return c, started, nil
 	}
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
@@ -96,6 +101,7 @@ func (e *endpoint) acquire(ctx context.Context, dialTimeout, idle time.Duration,
 		e.slots <- nil
 		return nil, started, err
 	}
+	c.wantSlot = e.slot.Load()
 	return c, started, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
@@ -30,6 +31,24 @@ const (
 	// CodeErr: the request was wrong; retrying elsewhere will not help.
 	CodeErr = resp.CodeErr
 )
+
+// SlotError: a worker returned an ID of another slot than the one its lease
+// node, by which the client found it, names: a stale listing (the worker
+// claimed another slot since) or a worker that is not what the lease node
+// says (a forged lease node pointing at a rogue server). The IDs of the
+// reply are dropped, the worker is backed off, and the call goes on
+// elsewhere; snowflake_client_slot_mismatches_total counts it.
+type SlotError struct {
+	// Addr is the worker that answered.
+	Addr string
+	// Want is the slot of its lease node, Got the slot of the ID, ID the ID.
+	Want, Got snowflake.Slot
+	ID        int64
+}
+
+func (e *SlotError) Error() string {
+	return fmt.Sprintf("worker %s: ID %d is of slot %s, but its lease node names %s", e.Addr, e.ID, e.Got, e.Want)
+}
 
 // ReplyError is an error reply of a worker, e.g. "-NOLEASE no lease held".
 type ReplyError struct {

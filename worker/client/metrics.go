@@ -28,6 +28,7 @@ type metrics struct {
 	failures                                 prometheus.Counter
 	endpoints                                prometheus.Gauge
 	prefetchDropped                          prometheus.Counter
+	slotMismatches                           prometheus.Counter
 }
 
 // newMetrics registers the client's metrics in reg (if not nil), each with
@@ -66,6 +67,11 @@ func newMetrics(reg prometheus.Registerer, constLabels map[string]string, buffer
 			Help:        "Workers the client knows (discovered or static), healthy or not.",
 			ConstLabels: labels,
 		}),
+		slotMismatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "snowflake_client_slot_mismatches_total",
+			Help:        "Replies dropped because an ID was not of the slot the worker's lease node names (a stale listing, or a forged lease node); the worker is backed off.",
+			ConstLabels: labels,
+		}),
 		prefetchDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name:        "snowflake_client_prefetch_dropped_total",
 			Help:        "Prefetched IDs dropped unused because they grew older than MaxStaleness (Config.Prefetch).",
@@ -78,7 +84,7 @@ func newMetrics(reg prometheus.Registerer, constLabels map[string]string, buffer
 		ConstLabels: labels,
 	}, buffered)
 	if reg != nil {
-		for _, col := range []prometheus.Collector{requests, m.retries, m.backoffs, m.failures, m.endpoints, m.prefetchDropped, prefetched} {
+		for _, col := range []prometheus.Collector{requests, m.retries, m.backoffs, m.failures, m.endpoints, m.prefetchDropped, m.slotMismatches, prefetched} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("client: register metrics: %w", err)
 			}
