@@ -37,18 +37,37 @@ func (e env) ctl(args ...string) string {
 	return strings.TrimSpace(out)
 }
 
-// holdersServe waits until every worker given serves again, and returns
-// when it did.
-func (e env) holdersServe(limit time.Duration, ws []Container) time.Time {
+// leaseNodes are the lease nodes the workers given hold now.
+func (e env) leaseNodes(ws []Container) map[string]string {
+	held := map[string]string{}
+	for _, w := range ws {
+		held[w.ID] = e.status(w).LeaseNode
+	}
+	return held
+}
+
+// holdersServe waits until every worker given serves again, on a lease
+// other than the one it held before the fault when anew is set (a holder
+// riding an outage out on its ceiling serves, but has not come back yet),
+// and returns when they did and how many kept the lease of before.
+func (e env) holdersServe(limit time.Duration, ws []Container, before map[string]string, anew bool) (time.Time, int) {
 	e.waitFor(limit, "every worker serves again, without a restart", func() bool {
 		for _, w := range ws {
-			if s, err := getStatus(e.ctx, w); err != nil || !s.Ready || serves(e.ctx, w.Addr("7609")) != nil {
+			s, err := getStatus(e.ctx, w)
+			if err != nil || !s.Ready || serves(e.ctx, w.Addr("7609")) != nil || anew && s.LeaseNode == before[w.ID] {
 				return false
 			}
 		}
 		return true
 	})
-	return time.Now()
+	back := time.Now()
+	kept := 0
+	for _, w := range ws {
+		if s, err := getStatus(e.ctx, w); err == nil && s.LeaseNode == before[w.ID] {
+			kept++
+		}
+	}
+	return back, kept
 }
 
 // p: a held slot's node is deleted and made again empty by hand (zkCli's
@@ -100,6 +119,7 @@ func slotNodeEmptied(e env) result {
 // old fleet issued.
 func ensembleRebuilt(e env) result {
 	holders := e.workers()
+	before := e.leaseNodes(holders)
 	zks, ids := e.zkCluster()
 	fault := time.Now()
 	for _, z := range zks {
@@ -117,9 +137,10 @@ func ensembleRebuilt(e env) result {
 	}
 	e.must(e.st.Init(e.ctx, false), "snowflakectl init on the rebuilt ensemble")
 	initAt := time.Now()
-	back := e.holdersServe(initReach+recoveryBound+30*time.Second, holders)
+	// Every worker serves again under the new root, on a new lease.
+	back, _ := e.holdersServe(initReach+recoveryBound+30*time.Second, holders, before, true)
 	return result{want: 3, fault: fault, back: back, outage: initAt.Sub(fault) + initReach,
-		note: fmt.Sprintf("wiped the ensemble's data; init %.1f s after the fault; every worker serving again %.1f s after init (the bound: %v)",
+		note: fmt.Sprintf("wiped the ensemble's data; init %.1f s after the fault; every worker serving again on a new lease %.1f s after init (the bound: %v)",
 			initAt.Sub(fault).Seconds(), back.Sub(initAt).Seconds(), initReach)}
 }
 
@@ -129,6 +150,7 @@ func ensembleRebuilt(e env) result {
 // have issued since, and every worker serves again without a restart.
 func ensembleRestored(e env) result {
 	holders := e.workers()
+	before := e.leaseNodes(holders)
 	zks, ids := e.zkCluster()
 	// The backup and the restore run inside each container, as root, with
 	// cp -a: the files keep the server's own user.
@@ -146,8 +168,10 @@ func ensembleRestored(e env) result {
 	e.sleep(sessionTimeout + 4*time.Second) // time to see the rollback
 	out := e.ctl("recover", "--zk", "zk1:2181,zk2:2181,zk3:2181", "--zk-root", zkRoot, "--yes")
 	recoverAt := time.Now()
-	back := e.holdersServe(initReach+recoveryBound+30*time.Second, holders)
+	// A holder whose session survived the restore (a new epoch accepts it)
+	// may keep its lease: its restored record names it.
+	back, kept := e.holdersServe(initReach+recoveryBound+30*time.Second, holders, before, false)
 	return result{want: 3, fault: fault, back: back, outage: recoverAt.Sub(fault) + initReach,
-		note: fmt.Sprintf("restored the ensemble from a copy a minute old; recover %.1f s after the fault; every worker serving again %.1f s after recover; %s",
-			recoverAt.Sub(fault).Seconds(), back.Sub(recoverAt).Seconds(), strings.ReplaceAll(out, "\n", "; "))}
+		note: fmt.Sprintf("restored the ensemble from a copy a minute old; recover %.1f s after the fault; every worker serving %.1f s after recover, %d of %d on the lease of before; %s",
+			recoverAt.Sub(fault).Seconds(), back.Sub(recoverAt).Seconds(), kept, len(holders), strings.ReplaceAll(out, "\n", "; "))}
 }
