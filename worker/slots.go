@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
@@ -170,8 +171,12 @@ func msTime(ms int64) *time.Time {
 // JSON) with status 200, since the page itself works.
 func (s *Server) handleSlots(mux *http.ServeMux) {
 	sem := make(chan struct{}, 1) // one ZooKeeper read of the map at a time
+	c := &slotsCache{}
+	view := func(ctx context.Context) SlotsView {
+		return c.get(ctx, func(ctx context.Context) SlotsView { return s.slotsView(ctx, sem) })
+	}
 	mux.HandleFunc("GET /slots", func(w http.ResponseWriter, r *http.Request) {
-		v := s.slotsView(r.Context(), sem)
+		v := view(r.Context())
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		if err := slotsPage.Execute(w, newSlotsPageData(v)); err != nil {
@@ -179,11 +184,39 @@ func (s *Server) handleSlots(mux *http.ServeMux) {
 		}
 	})
 	mux.HandleFunc("GET /slots.json", func(w http.ResponseWriter, r *http.Request) {
-		v := s.slotsView(r.Context(), sem)
+		v := view(r.Context())
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(v)
 	})
+}
+
+// slotsCacheTTL is how long a read of the slot map serves /slots and
+// /slots.json: a read costs about 1,030 ZooKeeper requests, so the page is
+// one read per slotsCacheTTL whatever the request rate (and whoever asks).
+const slotsCacheTTL = 2 * time.Second
+
+// slotsCache keeps the last view read without an error.
+type slotsCache struct {
+	mu   sync.Mutex
+	v    SlotsView
+	read time.Time
+}
+
+// get serves the cached view while it is younger than slotsCacheTTL, and
+// reads a new one (with read, one at a time) otherwise. A view with an
+// error is not kept: the next request tries again.
+func (c *slotsCache) get(ctx context.Context, read func(context.Context) SlotsView) SlotsView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.read.IsZero() && time.Since(c.read) < slotsCacheTTL {
+		return c.v
+	}
+	v := read(ctx)
+	if v.Error == "" {
+		c.v, c.read = v, time.Now()
+	}
+	return v
 }

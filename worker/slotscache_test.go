@@ -1,0 +1,54 @@
+package worker
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// /slots and /slots.json read the map (about 1,030 ZooKeeper requests) at
+// most once per slotsCacheTTL whatever the request rate: 50 requests at
+// once share one read, and a later one after the TTL reads again.
+func TestSlotsCached(t *testing.T) {
+	zk := startZK(t)
+	w := startWorker(t, zk.Addr(), true, nil)
+	get := func() time.Time {
+		resp, err := http.Get(w.admin.URL + "/slots.json")
+		if err != nil {
+			t.Error(err)
+			return time.Time{}
+		}
+		defer resp.Body.Close()
+		var v SlotsView
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.Error != "" {
+			t.Errorf("/slots.json: %v %q", err, v.Error)
+		}
+		return v.Now
+	}
+	first := get()
+	var (
+		mu    sync.Mutex
+		reads = map[time.Time]bool{}
+		wg    sync.WaitGroup
+	)
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := get()
+			mu.Lock()
+			reads[n] = true
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(reads) != 1 || !reads[first] {
+		t.Errorf("50 requests within the TTL were served from %d reads (%v), want the one of the first request (%v)", len(reads), reads, first)
+	}
+	time.Sleep(slotsCacheTTL + 100*time.Millisecond)
+	if again := get(); !again.After(first) {
+		t.Errorf("after the TTL: the map read at %v, want a read after %v", again, first)
+	}
+}
