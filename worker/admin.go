@@ -23,15 +23,17 @@ const (
 // process is up), /readyz (200 only while the lease is ready and the server
 // is not draining: what a load balancer should route on), /status (JSON).
 func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
-	mux := http.NewServeMux()
+	open := http.NewServeMux() // the probes
+	mux := http.NewServeMux()  // the rest, behind the bearer token when one is set
+	open.Handle("/", s.bearer(mux))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		MaxRequestsInFlight: metricsInFlight, Timeout: metricsTimeout,
 	}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	open.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	open.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		if reason := s.notReadyReason(); reason != "" {
@@ -49,7 +51,7 @@ func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(s.Status())
 	})
-	return mux
+	return open
 }
 
 // notReadyReason is "" when ready.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -23,10 +24,13 @@ var ErrServerClosed = errors.New("worker: server closed")
 type Server struct {
 	cfg   Config
 	lease Lease
-	log   hclog.Logger
-	m     *metrics
-	cmds  commandTable
-	auth  *auth // passwords in force (auth.go)
+	// httpTokens are the digests of the admin port's bearer tokens
+	// (SetHTTPTokens); nil: none required.
+	httpTokens atomic.Pointer[[][sha256.Size]byte]
+	log        hclog.Logger
+	m          *metrics
+	cmds       commandTable
+	auth       *auth // passwords in force (auth.go)
 	// tlsFailures counts failed TLS handshakes (tls.go).
 	tlsFailures prometheus.Counter
 

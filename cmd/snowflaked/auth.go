@@ -17,6 +17,8 @@ import (
 // the service nor lock every client out.
 type passwords struct {
 	path string
+	// tokenPath is --http-token-file, re-read on the same SIGHUP.
+	tokenPath string
 	srv  *worker.Server
 	log  hclog.Logger
 }
@@ -34,8 +36,18 @@ func (p *passwords) reloadLoop(ctx context.Context) error {
 			return nil
 		case <-hup:
 		}
+		if p.tokenPath != "" {
+			if toks, err := worker.ReadPasswordFile(p.tokenPath); err != nil {
+				p.log.Error("SIGHUP: cannot re-read --http-token-file; the tokens in force stay", "error", err)
+			} else {
+				p.srv.SetHTTPTokens(toks)
+				p.log.Info("SIGHUP: admin tokens re-read", "file", p.tokenPath, "tokens", len(toks))
+			}
+		}
 		if p.path == "" {
-			p.log.Info("SIGHUP: nothing to re-read (no --requirepass-file); ignored")
+			if p.tokenPath == "" {
+				p.log.Info("SIGHUP: nothing to re-read (no --requirepass-file or --http-token-file); ignored")
+			}
 			continue
 		}
 		pws, err := worker.ReadPasswordFile(p.path)

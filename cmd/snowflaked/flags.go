@@ -36,6 +36,9 @@ type options struct {
 	// zkAuthFile is --zk-auth-file: the ZooKeeper credentials, read into
 	// coord.Auth at start.
 	zkAuthFile string
+	// httpTokenFile is --http-token-file; httpTokens what it held at start.
+	httpTokenFile string
+	httpTokens    [][]byte
 	// requirepassFile is --requirepass-file; passwords what it held at start.
 	requirepassFile string
 	passwords       [][]byte
@@ -98,6 +101,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.IntVar(&w.HTTPMaxConnsPerAddr, work("HTTPMaxConnsPerAddr", "http-max-conns-per-addr"), w.HTTPMaxConnsPerAddr, "most admin HTTP connections open at once from one remote address; more from it are closed at once, so the probes get in")
 	fs.BoolVar(&w.CloseOnNoLease, work("CloseOnNoLease", "close-on-nolease"), w.CloseOnNoLease, "close a client connection after answering -NOLEASE or -CLOCKBACK, so a client pooled behind a load balancer reconnects to a worker that serves")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, how long /readyz answers 503 while IDs are still served, before the drain (give balancers time to drop the worker; 5s on Kubernetes)")
+	fs.StringVar(&o.httpTokenFile, "http-token-file", "", "file holding the bearer token /status, /slots and /metrics require (one per line, two during a rotation, at least 16 bytes, not accessible to others; re-read on SIGHUP); /healthz and /readyz stay open (default none: all open)")
 	fs.StringVar(&o.requirepassFile, "requirepass-file", "", "file holding the password clients must AUTH with (Redis's requirepass), one per line, two during a rotation; re-read on SIGHUP; must not be accessible to others (default none: AUTH accepts anything)")
 	fs.StringVar(&o.tls.listen, "tls-listen", "", "address of the ID service over TLS, beside --listen (Redis's tls-port; default none)")
 	fs.StringVar(&o.tls.files.CertFile, "tls-cert-file", "", "PEM certificate (chain) of the TLS listeners; reloaded when it changes")
@@ -160,6 +164,13 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 			return o, usagef("--zk-auth-file %q: %v", o.zkAuthFile, err)
 		}
 		o.coord.Auth = auth
+	}
+	if o.httpTokenFile != "" {
+		toks, err := worker.ReadPasswordFile(o.httpTokenFile)
+		if err != nil {
+			return o, usagef("--http-token-file %q: %v", o.httpTokenFile, err)
+		}
+		o.httpTokens = toks
 	}
 	if o.requirepassFile != "" {
 		pws, err := worker.ReadPasswordFile(o.requirepassFile)

@@ -174,10 +174,11 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 			}
 			// Always there: SIGHUP's default action would kill the worker
 			// with no drain and no release.
-			d.pw = &passwords{path: o.requirepassFile, srv: srv, log: log}
+			d.pw = &passwords{path: o.requirepassFile, tokenPath: o.httpTokenFile, srv: srv, log: log}
 			if o.requirepassFile != "" {
 				srv.SetPasswords(o.passwords)
 			}
+			srv.SetHTTPTokens(o.httpTokens)
 			return d, nil
 		}
 	}
