@@ -19,8 +19,8 @@ type passwords struct {
 	path string
 	// tokenPath is --http-token-file, re-read on the same SIGHUP.
 	tokenPath string
-	srv  *worker.Server
-	log  hclog.Logger
+	srv       *worker.Server
+	log       hclog.Logger
 }
 
 // reloadLoop re-reads the file on SIGHUP until ctx ends; without a file it
