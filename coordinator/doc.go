@@ -5,16 +5,21 @@
 //
 // The znode layout under the root (default /snowflake):
 //
-//	/snowflake              persistent, JSON {layout, epoch_ms, bits, created}
+//	/snowflake              persistent, JSON {layout, epoch_ms, bits, created,
+//	                        datacenters, max_horizon_ms, max_skew_ms, recovery}
 //	/snowflake/leases/      ephemeral sequential (protected) nodes, one a claim:
 //	  _c_<guid>-dc07-m13-0000000042   JSON {addr, http, host, pid, version, since}
 //	/snowflake/slots/       all 1,024 persistent slot nodes, made with the root:
 //	  dc07-m13              JSON {reserved_until_ms, last_ms, holder, updated_ms}
-//	/snowflake/standby/     one ephemeral node per waiting standby:
-//	  dc07-s<session>       JSON {addr, http, host, pid, version, since}
+//	/snowflake/standby/     one ephemeral (protected) node per waiting standby:
+//	  _c_<guid>-dc07-s<session>  JSON {addr, http, host, pid, version, since}
 //
-// A missing slot node (or root, leases/, slots/) is damage: workers refuse
-// it and never re-create it; snowflakectl repair does, with RepairSlots.
+// Only snowflakectl init (InitRoot) makes a root, reserving its slot nodes
+// past what an earlier incarnation could still issue. A missing slot node
+// (or root, leases/, slots/), or one without a valid reservation, is
+// damage: workers refuse it and never re-create it; snowflakectl repair
+// does, with RepairSlots. After a restore from a backup, snowflakectl
+// recover (RecoverRoot) raises every slot past what was issued since.
 //
 // A Coordinator is an actor for an oklog/run group: Run claims a slot, serves
 // it through Generator, renews the reservation with a fenced Multi, and on
@@ -22,23 +27,28 @@
 // WatchLeases read the same layout for operators and client discovery.
 //
 // The files read in protocol order, each calling forward into the next:
-// coordinator.go (the Coordinator, and Run, which drives the rest), root.go
-// (the root with its whole tree, made only when absent, a v1 root upgraded,
-// damage reported), slotnodes.go (the slot nodes made in batched Multis,
-// and the operator's repair),
-// claim.go (the lease type; list leases/, create our node, the lowest
-// sequence wins, wait past the stored reservation R, the first fenced
-// write), hold.go (the generator is made and IDs are served; the renew
-// loop, shortened while a standby waits; a lost lease), standby.go (the
-// standby nodes: made by a standby, listed by holders), release.go (seal, lower the reservation, delete the
-// node). Below them: fence.go (the reservation rule, the one helper that
-// writes a reservation, the fenced Multi and how its result is classified,
-// the skew it measures), session.go (the ZooKeeper session: dial, auth,
-// events, bounded calls, deleting our nodes), slotmap.go (the read-only slot
-// map for operators and clients), layout.go (paths, names and the JSON of
-// each node). Beside them: readiness.go (the one verdict on whether IDs
-// may be issued now, which the worker's refusals, /readyz, /status and INFO
-// format), clocklead.go (the logical clock's lead and the clock steps
-// seen), fleet.go (the fleet gauges from one watch on leases/),
-// metrics.go, configmetrics.go and config.go.
+// coordinator.go (the Coordinator, and Run, which drives the rest, a new
+// session after a refused one), root.go (the root read and checked: made by
+// init only, its bound, damage reported), claim.go (the lease type; list
+// leases/, create our node, the lowest sequence wins, wait past the stored
+// reservation R, the first fenced write), hold.go (the generator is made and
+// IDs are served; the renew loop, shortened while a standby waits; a lost
+// lease), standby.go (the standby nodes: made by a standby, listed by
+// holders), release.go (seal, lower the reservation, delete the node).
+// Below them: fence.go (the reservation rule, the one helper that writes a
+// reservation, the fenced Multi and how its result is classified, the skew
+// it measures), session.go (the ZooKeeper session: dial, auth, events,
+// bounded calls, deleting our nodes), rollback.go and refusal.go (an
+// ensemble seen gone back in time: a lease numbered below one seen, a
+// session refused for its zxid), slotmap.go (the read-only slot map for
+// operators and clients), layout.go (paths, names and the JSON of each
+// node). The operator's side: init.go (InitRoot), slotnodes.go (the slot
+// nodes made in batched Multis, and RepairSlots), recover.go
+// (RecoverRoot), fleets.go and dcset.go (other fleets' roots, datacenter
+// ranges), authfile.go (the credentials file). Beside them: readiness.go
+// (the one verdict on whether IDs may be issued now, which the worker's
+// refusals, /readyz, /status and INFO format), clocklead.go (the logical
+// clock's lead and the clock steps seen), fleet.go (the fleet gauges from
+// one watch on leases/), metrics.go, configmetrics.go, config.go and
+// zktls.go.
 package coordinator
