@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,8 +29,9 @@ func rogue(t *testing.T, s snowflake.Slot) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
+	var seq atomic.Int64
 	go func() {
-		for seq := 0; ; {
+		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
@@ -45,8 +47,8 @@ func rogue(t *testing.T, s snowflake.Slot) string {
 					if strings.HasPrefix(line, "*") || strings.HasPrefix(line, "$") {
 						continue // the array and bulk headers of *1 $6 NEXTID
 					}
-					seq++
-					id, _ := snowflake.Encode(snowflake.Fields{UnixMs: time.Now().UnixMilli(), Datacenter: s.Datacenter, Machine: s.Machine, Sequence: seq % 4096})
+					n := int(seq.Add(1) % 4096)
+					id, _ := snowflake.Encode(snowflake.Fields{UnixMs: time.Now().UnixMilli(), Datacenter: s.Datacenter, Machine: s.Machine, Sequence: n})
 					fmt.Fprintf(c, ":%d\r\n", id)
 				}
 			}()
