@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -291,8 +292,12 @@ func TestInsecureGauge(t *testing.T) {
 		t.Fatalf("New without credentials nor Insecure: %v; want refused naming Insecure", err)
 	}
 	reg := prometheus.NewRegistry()
-	if _, err := New(insecureDefault(), nil, reg); err != nil {
+	var buf lockedBuffer
+	if _, err := New(insecureDefault(), hclog.New(&hclog.LoggerOptions{Output: &buf}), reg); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "[WARN]  running without ZooKeeper credentials (insecure)") {
+		t.Errorf("New with Insecure logged %q; want a warning", buf.String())
 	}
 	if v := gaugeValue(t, reg, "snowflake_coordinator_zk_insecure"); v != 1 {
 		t.Fatalf("snowflake_coordinator_zk_insecure %v without credentials, want 1", v)
