@@ -107,8 +107,14 @@ func (s Scan) OnlyTrusted() Scan {
 // is read into FleetRoot.Untrusted. With limit > 0 it reads at most limit
 // nodes and fails with ErrScanLimit beyond; with 0 (DefaultScanLimit) it
 // has no count bound. go-zookeeper has no call timeouts: bound the call by
-// time from outside.
+// time from outside, or use ScanFleetsCtx.
 func ScanFleets(conn *zk.Conn, limit int, skip ...string) (Scan, error) {
+	return ScanFleetsCtx(context.Background(), conn, limit, skip...)
+}
+
+// ScanFleetsCtx is ScanFleets that stops reading when ctx ends (its
+// deadline is the scan's bound), failing with ctx's error.
+func ScanFleetsCtx(ctx context.Context, conn *zk.Conn, limit int, skip ...string) (Scan, error) {
 	skipped := map[string]bool{}
 	for _, p := range skip {
 		skipped[path.Clean(p)] = true
@@ -135,12 +141,18 @@ func ScanFleets(conn *zk.Conn, limit int, skip ...string) (Scan, error) {
 	}
 	level := []string{"/"}
 	for len(level) > 0 {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("scan for fleets: stopped after %d znodes: %w", res.Nodes, err)
+		}
 		if limit > 0 && res.Nodes+len(level) > limit {
 			return res, fmt.Errorf("%w: more than %d znodes outside fleet roots (raise the scan limit)", ErrScanLimit, limit)
 		}
 		res.Nodes += len(level)
 		var next []string
 		err := forEach(level, func(p string) error {
+			if ctx.Err() != nil {
+				return nil // the level's end reports it
+			}
 			data, st, err := conn.Get(p)
 			if skip, err := unreadable(p, "read", err); skip || err != nil {
 				return err
@@ -275,11 +287,16 @@ func fleetRanges(f FleetRoot) string {
 	return f.Owned.String()
 }
 
-// scan runs ScanFleets on the session, bounded by the scan timeout.
+// scan runs ScanFleetsCtx on the session, bounded by scanTimeout: past it
+// the call returns, the scan stops reading (a read ZooKeeper holds ends
+// with the session), and checkRoot tries again (the scope unverified, the
+// worker does not serve meanwhile).
 func (s *session) scan(ctx context.Context) (Scan, error) {
+	sctx, cancel := context.WithTimeout(ctx, scanTimeout)
+	defer cancel()
 	var res Scan
-	err := s.c.call(ctx, scanTimeout, func() (err error) {
-		res, err = ScanFleets(s.conn, s.c.cfg.ScanLimit, s.c.cfg.ScanSkip...)
+	err := s.c.call(sctx, scanTimeout, func() (err error) {
+		res, err = ScanFleetsCtx(sctx, s.conn, s.c.cfg.ScanLimit, s.c.cfg.ScanSkip...)
 		return
 	})
 	if err != nil {

@@ -252,6 +252,12 @@ func TestDecoysAndJunkDoNotStopStart(t *testing.T) {
 	if err != nil || scan.Nodes <= junk {
 		t.Fatalf("scan: %d nodes, %v; want all of them read", scan.Nodes, err)
 	}
+	// The bound is time: a scan whose deadline passed stops reading.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if part, err := ScanFleetsCtx(ended, world, 0); !errors.Is(err, context.Canceled) || part.Nodes != 0 {
+		t.Fatalf("scan with its time up: %d nodes read, %v; want none, context.Canceled", part.Nodes, err)
+	}
 	trusted := scan.OnlyTrusted()
 	if len(trusted.Fleets) != 1 || trusted.Fleets[0].Root != root || len(trusted.Ignored) != 2 {
 		t.Fatalf("trusted roots %+v, ignored %+v; want %s alone, the two decoys ignored", trusted.Fleets, trusted.Ignored, root)
