@@ -424,7 +424,7 @@ func checkPaths(t *testing.T, bin string, want map[string]int) {
 	dead, _ := net.Listen("tcp", "127.0.0.1:0")
 	deadAddr := dead.Addr().String()
 	dead.Close()
-	cmd := exec.Command(bin, "--zk", deadAddr, "--listen", "127.0.0.1:0", "--http", httpAddr)
+	cmd := exec.Command(bin, "--zk", deadAddr, "--zk-insecure", "--listen", "127.0.0.1:0", "--http", httpAddr)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
