@@ -1,0 +1,75 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+)
+
+// The stack is secured as it ships (deploy/security.md): the compose
+// file's secrets service writes the operator and the worker ZooKeeper
+// identities into volumes of the project, init runs as the operator, the
+// workers as the worker, and the world reads only. The suite reads the
+// tree as the world does, and writes it with the identity that may: the
+// worker's for its own lease and standby nodes (it stands in for a
+// worker), the operator's for what an operator does by hand.
+
+// Identities are the stack's ZooKeeper credentials, user:password each.
+type Identities struct {
+	Operator string
+	Worker   string
+}
+
+// Secrets runs the compose file's secrets service (it writes the
+// identities when absent, as at a first start) and reads them back out of
+// its volumes.
+func (s *Stack) Secrets(ctx context.Context) error {
+	if out, err := s.Compose(ctx, "run", "--rm", "-T", "--no-deps", "secrets"); err != nil {
+		return fmt.Errorf("secrets service: %w: %s", err, out)
+	}
+	out, err := s.Compose(ctx, "run", "--rm", "-T", "--no-deps", "--entrypoint", "cat", "secrets",
+		"/secrets/zk-operator/auth", "/secrets/zk-worker/auth")
+	if err != nil {
+		return fmt.Errorf("read the identities: %w", err)
+	}
+	lines := strings.Fields(out)
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "operator:") || !strings.HasPrefix(lines[1], "worker:") {
+		return fmt.Errorf("read the identities: want an operator: and a worker: line, got %d lines", len(lines))
+	}
+	s.ids = Identities{Operator: lines[0], Worker: lines[1]}
+	return nil
+}
+
+// DialZKAs is DialZK authenticated with the identity given (Stack.ids).
+func (s *Stack) DialZKAs(ctx context.Context, auth string) (*zk.Conn, error) {
+	if auth == "" {
+		return nil, fmt.Errorf("no ZooKeeper identity read yet (Stack.Secrets)")
+	}
+	servers, err := s.ZKServers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return coordinator.Dial(servers, auth, 10*time.Second, hclog.NewNullLogger())
+}
+
+// Ctl runs snowflakectl as the operator: in a container of the init
+// service (the worker image, on the zk network), which mounts both
+// identities and takes the operator's as its default --zk-auth-file.
+func (s *Stack) Ctl(ctx context.Context, args ...string) (string, error) {
+	return s.Compose(ctx, append([]string{"run", "--rm", "-T", "--no-deps", "init"}, args...)...)
+}
+
+// ownACL is the ACL of a node the suite makes standing in for a worker:
+// everything to the identity that makes it, read to the world (discovery
+// reads lease nodes without credentials).
+func ownACL() []zk.ACL {
+	return append(zk.AuthACL(zk.PermAll), zk.WorldACL(zk.PermRead)...)
+}
