@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -72,4 +73,46 @@ func (s *Stack) Ctl(ctx context.Context, args ...string) (string, error) {
 // reads lease nodes without credentials).
 func ownACL() []zk.ACL {
 	return append(zk.AuthACL(zk.PermAll), zk.WorldACL(zk.PermRead)...)
+}
+
+// checkSecured fails unless the stack is secured as it ships: the quorum
+// network internal, and a session without credentials (anyone who reaches
+// a client port) unable to make a node under the root, leases/, slots/ or
+// standby/, or to write a slot node.
+func checkSecured(ctx context.Context, st *Stack) error {
+	internal, err := docker(ctx, "network", "inspect", "-f", "{{.Internal}}", st.Network("quorum"))
+	if err != nil {
+		return err
+	}
+	if internal != "true" {
+		return fmt.Errorf("network %s is not internal", st.Network("quorum"))
+	}
+	conn, err := st.DialZK(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var open []string
+	for _, dir := range []string{zkRoot, coordinator.LeasesPath(zkRoot), coordinator.SlotsPath(zkRoot), coordinator.StandbyPath(zkRoot)} {
+		p := dir + "/world-writes-here"
+		if _, err := conn.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+			open = append(open, fmt.Sprintf("create %s: %v", p, err))
+		}
+	}
+	slots, _, err := conn.Children(coordinator.SlotsPath(zkRoot))
+	if err != nil || len(slots) == 0 {
+		return fmt.Errorf("list %s: %d slot nodes, %v", coordinator.SlotsPath(zkRoot), len(slots), err)
+	}
+	sp := coordinator.SlotsPath(zkRoot) + "/" + slots[0]
+	data, stat, err := conn.Get(sp)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", sp, err)
+	}
+	if _, err := conn.Set(sp, data, stat.Version); !errors.Is(err, zk.ErrNoAuth) {
+		open = append(open, fmt.Sprintf("set %s (its own data): %v", sp, err))
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("the world writes the fleet's tree: %s", strings.Join(open, "; "))
+	}
+	return nil
 }
