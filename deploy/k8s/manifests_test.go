@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -31,6 +32,15 @@ type manifests struct {
 	services     []*corev1.Service
 	hpas         []*autoscalingv2.HorizontalPodAutoscaler
 	pdbs         []*policyv1.PodDisruptionBudget
+	policies     []*networkingv1.NetworkPolicy
+	// secrets are the kustomization's secretGenerator entries.
+	secrets []secretGenerator
+}
+
+// secretGenerator is one entry of kustomization.yaml's secretGenerator.
+type secretGenerator struct {
+	Name  string   `json:"name"`
+	Files []string `json:"files"`
 }
 
 // load reads kustomization.yaml, checks it lists every manifest here and
@@ -44,7 +54,8 @@ func load(t *testing.T) manifests {
 		Labels     []struct {
 			Pairs map[string]string `json:"pairs"`
 		} `json:"labels"`
-		Resources []string `json:"resources"`
+		Resources       []string          `json:"resources"`
+		SecretGenerator []secretGenerator `json:"secretGenerator"`
 	}
 	b, err := os.ReadFile("kustomization.yaml")
 	if err != nil {
@@ -61,7 +72,7 @@ func load(t *testing.T) manifests {
 	if got := slices.Sorted(slices.Values(k.Resources)); !slices.Equal(got, files) {
 		t.Fatalf("kustomization resources %v, files %v", got, files)
 	}
-	var m manifests
+	m := manifests{secrets: k.SecretGenerator}
 	for _, f := range k.Resources {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -92,6 +103,9 @@ func load(t *testing.T) manifests {
 			case "policy/v1 PodDisruptionBudget":
 				o := &policyv1.PodDisruptionBudget{}
 				m.pdbs, obj = append(m.pdbs, o), o
+			case "networking.k8s.io/v1 NetworkPolicy":
+				o := &networkingv1.NetworkPolicy{}
+				m.policies, obj = append(m.policies, o), o
 			default:
 				t.Fatalf("%s #%d: unexpected %s %s", f, i, tm.APIVersion, tm.Kind)
 			}
@@ -276,7 +290,7 @@ func TestSnowflakedDeployment(t *testing.T) {
 		}
 	}
 	// The paths are served by the binary: run it without a ZooKeeper.
-	checkPaths(t, bin, map[string]int{"/healthz": 200, "/readyz": 503})
+	checkPaths(t, bin, flags, map[string]int{"/healthz": 200, "/readyz": 503})
 
 	// Shutdown: the grace period covers delay + drain + release, plus the
 	// daemon's 1s bound on the drain.
@@ -413,7 +427,7 @@ func TestHardening(t *testing.T) {
 
 // checkPaths runs bin with no ZooKeeper and checks each admin path answers
 // the wanted status (so a probe path is one the binary serves).
-func checkPaths(t *testing.T, bin string, want map[string]int) {
+func checkPaths(t *testing.T, bin string, flags map[string]string, want map[string]int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -424,7 +438,12 @@ func checkPaths(t *testing.T, bin string, want map[string]int) {
 	dead, _ := net.Listen("tcp", "127.0.0.1:0")
 	deadAddr := dead.Addr().String()
 	dead.Close()
-	cmd := exec.Command(bin, "--zk", deadAddr, "--listen", "127.0.0.1:0", "--http", httpAddr)
+	args := []string{"--zk", deadAddr, "--listen", "127.0.0.1:0", "--http", httpAddr}
+	if _, ok := flags["zk-insecure"]; ok {
+		// No credentials here, and no ZooKeeper to use them on.
+		args = append(args, "--zk-insecure")
+	}
+	cmd := exec.Command(bin, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
