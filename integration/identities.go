@@ -76,7 +76,7 @@ func ownACL() []zk.ACL {
 }
 
 // checkSecured fails unless the stack is secured as it ships: the quorum
-// network internal, and a session without credentials (anyone who reaches
+// network internal and the election port on it only, and a session without credentials (anyone who reaches
 // a client port) unable to make a node under the root, leases/, slots/ or
 // standby/, or to write a slot node.
 func checkSecured(ctx context.Context, st *Stack) error {
@@ -86,6 +86,20 @@ func checkSecured(ctx context.Context, st *Stack) error {
 	}
 	if internal != "true" {
 		return fmt.Errorf("network %s is not internal", st.Network("quorum"))
+	}
+	// The election port answers on the quorum network only: from zk1, zk2
+	// by its quorum name (the control) and not by its name on zk, where
+	// the workers are.
+	zks, err := st.ZooKeepers(ctx)
+	if err != nil || len(zks) != 3 {
+		return fmt.Errorf("list ZooKeeper: %d servers, %v", len(zks), err)
+	}
+	reach := func(addr string) bool {
+		_, err := docker(ctx, "exec", zks[0].ID, "bash", "-c", "exec 3<>/dev/tcp/"+addr)
+		return err == nil
+	}
+	if !reach("zk2-q/3888") || reach("zk2/3888") {
+		return fmt.Errorf("zk2's election port: reachable on the quorum network %v, on the zk network %v; want only the quorum network", reach("zk2-q/3888"), reach("zk2/3888"))
 	}
 	conn, err := st.DialZK(ctx)
 	if err != nil {
