@@ -437,6 +437,11 @@ func hostname() string {
 // missing.
 func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 	c := s.c
+	if err := s.slotTrusted(ctx, l.slot); err != nil {
+		s.refuse(l.slot, err)
+		s.deleteLease(ctx, l)
+		return false, nil
+	}
 	attempted := false // a write of ours may have landed
 	var seenVersion int32 = -2
 	for {

@@ -14,7 +14,7 @@ import (
 // now + standby horizon, never below what was issued): Validate refuses the
 // pair, compared as the values in force, naming both fields and values.
 func TestValidateClockLeadAboveStandbyHorizon(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := insecureDefault()
 	cfg.StandbyHorizon = 3 * time.Second // the default lead, 5s, is above it
 	err := cfg.Validate()
 	var ce *snowflake.ConfigError
@@ -37,13 +37,13 @@ func TestValidateClockLeadAboveStandbyHorizon(t *testing.T) {
 		"never shorten":      func(c *Config) { c.StandbyHorizon, c.MaxClockLead = 0, 30*time.Second },
 		"refuse has no lead": func(c *Config) { c.OnClockBack, c.StandbyHorizon = snowflake.Refuse, 2*time.Second },
 	} {
-		cfg := DefaultConfig()
+		cfg := insecureDefault()
 		mod(&cfg)
 		if err := cfg.Validate(); err != nil {
 			t.Errorf("%s: %v, want valid", name, err)
 		}
 	}
-	cfg = DefaultConfig()
+	cfg = insecureDefault()
 	cfg.Horizon, cfg.StandbyHorizon, cfg.MaxClockLead = 8*time.Second, 5*time.Second, 10*time.Second
 	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "a lead of 8s against 5s") {
 		t.Errorf("lead 10s (8s in force) against standby horizon 5s: %v, want refused with the values in force", err)

@@ -19,6 +19,13 @@ type Config struct {
 	// auth, every node the fleet creates is writable by that identity only
 	// and readable by the world.
 	Auth string
+	// Insecure lets the coordinator run without Auth. Its nodes are then
+	// world-writable, so any ZooKeeper client can cause duplicate IDs, and
+	// it trusts any tree. Without Auth and without Insecure, Validate
+	// refuses the config (secure by default); with it, New logs a warning
+	// and the snowflake_coordinator_zk_insecure gauge is 1. With Auth it
+	// changes nothing.
+	Insecure bool
 	// TLS names the PEM files for ZooKeeper's secureClientPort; with any
 	// set, every connection to Servers is TLS (the servers' certificates
 	// must name the host dialed), and the files are re-read on each new
@@ -28,9 +35,11 @@ type Config struct {
 	// -1 means any slot of the datacenters the fleet's root owns. A pinned
 	// datacenter the root does not own is refused (ErrOutsideFleet).
 	Datacenter int
-	// ScanLimit is how many znodes the worker reads at most when it looks
-	// for the ensemble's other fleets before serving (fleet roots are not
-	// descended into); past it the worker refuses to start (ErrScanLimit).
+	// ScanLimit, when above 0, is how many znodes the worker reads at most
+	// when it looks for the ensemble's other fleets before serving (fleet
+	// roots are not descended into); past it the worker refuses to start
+	// (ErrScanLimit). 0 (the default) sets no count, which anyone able to
+	// make znodes could exceed: the look is bounded by time (30 s).
 	ScanLimit int
 	// ScanSkip are subtrees (absolute znode paths) that the scan for the
 	// ensemble's other fleets does not enter, named by an operator who
@@ -141,6 +150,9 @@ func (c Config) Validate() error {
 		// No Value: it is a secret (parseAuth's message redacts it).
 		return &snowflake.ConfigError{Field: "Auth", Err: err}
 	}
+	if c.Auth == "" && !c.Insecure {
+		return bad("Insecure", c.Insecure, "is false and Auth is empty: give ZooKeeper digest credentials, or set Insecure to run on a world-writable tree (anyone reaching ZooKeeper can then cause duplicate IDs)")
+	}
 	if c.TLS.Enabled() {
 		if err := c.TLS.Validate("TLS."); err != nil {
 			return err
@@ -149,8 +161,8 @@ func (c Config) Validate() error {
 	if c.Datacenter < -1 || c.Datacenter > snowflake.MaxDatacenter {
 		return bad("Datacenter", c.Datacenter, fmt.Sprintf("is out of range -1..%d (-1 = any)", snowflake.MaxDatacenter))
 	}
-	if c.ScanLimit < 1 || c.ScanLimit > 10_000_000 {
-		return bad("ScanLimit", c.ScanLimit, "is out of range 1..10000000")
+	if c.ScanLimit < 0 || c.ScanLimit > 10_000_000 {
+		return bad("ScanLimit", c.ScanLimit, "is out of range 0..10000000 (0: no count, bounded by time)")
 	}
 	for _, p := range c.ScanSkip {
 		if !ValidSkipPath(p) {

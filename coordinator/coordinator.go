@@ -106,6 +106,10 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Coordinator,
 		cfg: cfg, log: log, acl: ACL(cfg.Auth), clock: cfg.Clock,
 		wake: make(chan struct{}, 1), state: StateStopped, since: time.Now(),
 	}
+	if cfg.Auth == "" {
+		log.Warn("running without ZooKeeper credentials (insecure): the fleet's tree is world-writable, and anyone reaching ZooKeeper can cause duplicate IDs, steal the slot map or stop the fleet",
+			"fix", "give the worker's credentials (--zk-auth-file) and run snowflakectl secure")
+	}
 	if sh := cfg.standbyHorizon(); sh > cfg.SessionTimeout {
 		// Horizon above the session timeout is the default (it rides out
 		// outages); only a waiting standby's takeover needs the short one.

@@ -162,8 +162,18 @@ func TestRootOfAnotherLayout(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	if err := DefaultConfig().Validate(); err != nil {
-		t.Fatalf("default config: %v", err)
+	if err := insecureDefault().Validate(); err != nil {
+		t.Fatalf("default config, insecure: %v", err)
+	}
+	// Secure by default: no credentials is refused unless Insecure says so.
+	var ce *snowflake.ConfigError
+	if err := DefaultConfig().Validate(); !errors.As(err, &ce) || ce.Field != "Insecure" {
+		t.Fatalf("default config without Auth: %v, want a ConfigError on Insecure", err)
+	}
+	withAuth := DefaultConfig()
+	withAuth.Auth = "worker:pw"
+	if err := withAuth.Validate(); err != nil {
+		t.Fatalf("default config with Auth: %v", err)
 	}
 	for name, mod := range map[string]func(*Config){
 		"Servers":        func(c *Config) { c.Servers = nil },
@@ -173,7 +183,7 @@ func TestConfigValidate(t *testing.T) {
 		"Horizon":        func(c *Config) { c.Horizon = c.Renew },
 		"Auth":           func(c *Config) { c.Auth = "nopassword" },
 	} {
-		cfg := DefaultConfig()
+		cfg := insecureDefault()
 		mod(&cfg)
 		err := cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), name) {
@@ -181,7 +191,7 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 	// A horizon longer than the session timeout is legitimate.
-	cfg := DefaultConfig()
+	cfg := insecureDefault()
 	cfg.Horizon = 30 * time.Second
 	if err := cfg.Validate(); err != nil {
 		t.Errorf("long horizon: %v", err)
@@ -192,10 +202,10 @@ func TestConfigValidate(t *testing.T) {
 // mistake to report, not a panic.
 func TestMetricsRegisteredTwice(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := New(DefaultConfig(), nil, reg); err != nil {
+	if _, err := New(insecureDefault(), nil, reg); err != nil {
 		t.Fatalf("first coordinator: %v", err)
 	}
-	_, err := New(DefaultConfig(), nil, reg)
+	_, err := New(insecureDefault(), nil, reg)
 	if err == nil || !strings.Contains(err.Error(), "register metrics") {
 		t.Fatalf("second coordinator on the same registry: %v, want a register metrics error", err)
 	}

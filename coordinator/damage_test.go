@@ -130,7 +130,7 @@ func TestSlotNodeDeletedWhileHeld(t *testing.T) {
 	// The operator repairs it a horizon past now (cmd/snowflakectl/README.md).
 	// The test's holders reserve only cfgA.Horizon ahead: a short
 	// reservation, stated as such.
-	res, err := RepairSlots(context.Background(), obs, RepairConfig{Root: "/snowflake", ACL: zk.WorldACL(zk.PermAll),
+	res, err := RepairSlots(context.Background(), obs, RepairConfig{Root: "/snowflake",
 		Slots: []snowflake.Slot{testSlot}, ReservedUntilMs: time.Now().Add(cfgA.Horizon).UnixMilli(), AllowLow: true})
 	if err != nil || len(res.Made) != 1 {
 		t.Fatalf("repair: %+v %v", res, err)
@@ -186,7 +186,7 @@ func TestSlotsTreeDeletedWhileServing(t *testing.T) {
 	for i := range all {
 		all[i] = snowflake.SlotAt(i)
 	}
-	res, err := RepairSlots(context.Background(), obs, RepairConfig{Root: "/snowflake", ACL: zk.WorldACL(zk.PermAll), Slots: all,
+	res, err := RepairSlots(context.Background(), obs, RepairConfig{Root: "/snowflake", Slots: all,
 		ReservedUntilMs: time.Now().Add(testConfig().Horizon).UnixMilli(), AllowLow: true})
 	if err != nil || len(res.Made) != snowflake.Slots || len(res.MadeTree) != 1 {
 		t.Fatalf("repair: made %d, tree %v, %v", len(res.Made), res.MadeTree, err)

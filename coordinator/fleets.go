@@ -27,7 +27,8 @@ var (
 	// not own.
 	ErrOutsideFleet = errors.New("datacenter outside the fleet's ranges")
 	// ErrScanLimit: the ensemble holds more nodes outside fleet roots than
-	// the scan may read, so the fleets in it are not known for sure.
+	// a scan given a node count (ScanLimit) may read, so the fleets in it
+	// are not known for sure. The default has no count: it is time-bound.
 	ErrScanLimit = errors.New("too many znodes to find every fleet")
 	// ErrScanUnreadable: ZooKeeper refused the scan a subtree (its ACL), so
 	// a fleet below it would go unseen and the scope cannot be verified.
@@ -35,8 +36,11 @@ var (
 	ErrScanUnreadable = errors.New("the scan for fleets cannot read every subtree")
 )
 
-// DefaultScanLimit is how many znodes a scan for fleets reads at most.
-const DefaultScanLimit = 10000
+// DefaultScanLimit is the default node count a scan for fleets reads at
+// most: 0, none. A count is a bound anyone who can make znodes can exceed
+// (and so stop every worker's start); the scan is bounded by time instead
+// (scanTimeout for a worker, the caller's timeout for snowflakectl).
+const DefaultScanLimit = 0
 
 // FleetRoot is one fleet's root found in an ensemble.
 type FleetRoot struct {
@@ -48,6 +52,11 @@ type FleetRoot struct {
 	// ranges do not read.
 	Owned DCSet
 	Err   error
+	// Untrusted says why the root's ACL is not one a fleet's operator
+	// made ("" when it is; see Trusted): the world may write it, or no
+	// digest identity holds admin on it. Such a root is anyone's decoy
+	// as far as a scan can tell.
+	Untrusted string
 }
 
 // Scan is what ScanFleets found.
@@ -65,6 +74,28 @@ type Scan struct {
 	// paths given to ScanFleets, Config.ScanSkip) that the walk met and did
 	// not enter: whatever fleet is in them is not checked.
 	Skipped []string
+	// Ignored are the roots OnlyTrusted took out of Fleets (untrusted
+	// ACLs): reported, not counted.
+	Ignored []FleetRoot
+}
+
+// OnlyTrusted is the scan with only the fleet roots whose ACL a fleet's
+// operator made (FleetRoot.Untrusted ""), the others moved to Ignored. A
+// scan run with credentials counts only those: a node anyone could write,
+// with a layout marker, must not stop a worker's start. Run without
+// credentials (--zk-insecure), a fleet's own root is world-open too, and
+// every root counts.
+func (s Scan) OnlyTrusted() Scan {
+	var kept []FleetRoot
+	for _, f := range s.Fleets {
+		if f.Untrusted == "" {
+			kept = append(kept, f)
+		} else {
+			s.Ignored = append(s.Ignored, f)
+		}
+	}
+	s.Fleets = kept
+	return s
 }
 
 // ScanFleets walks the ensemble's tree breadth first from / and returns
@@ -72,14 +103,12 @@ type Scan struct {
 // starting with snowfleet/slots/) wherever it sits. It does not descend
 // into a fleet root (whose 2,000 children are its own), nor into
 // /zookeeper, nor into the subtrees skip names (absolute paths, see
-// ValidSkipPath; reported in Scan.Skipped when met). It reads at most
-// limit nodes (DefaultScanLimit when <= 0) and fails with ErrScanLimit
-// beyond: the scope cannot then be verified. go-zookeeper has no call
-// timeouts: bound the call from outside.
+// ValidSkipPath; reported in Scan.Skipped when met). Each fleet root's ACL
+// is read into FleetRoot.Untrusted. With limit > 0 it reads at most limit
+// nodes and fails with ErrScanLimit beyond; with 0 (DefaultScanLimit) it
+// has no count bound. go-zookeeper has no call timeouts: bound the call by
+// time from outside.
 func ScanFleets(conn *zk.Conn, limit int, skip ...string) (Scan, error) {
-	if limit <= 0 {
-		limit = DefaultScanLimit
-	}
 	skipped := map[string]bool{}
 	for _, p := range skip {
 		skipped[path.Clean(p)] = true
@@ -106,7 +135,7 @@ func ScanFleets(conn *zk.Conn, limit int, skip ...string) (Scan, error) {
 	}
 	level := []string{"/"}
 	for len(level) > 0 {
-		if res.Nodes+len(level) > limit {
+		if limit > 0 && res.Nodes+len(level) > limit {
 			return res, fmt.Errorf("%w: more than %d znodes outside fleet roots (raise the scan limit)", ErrScanLimit, limit)
 		}
 		res.Nodes += len(level)
@@ -117,6 +146,15 @@ func ScanFleets(conn *zk.Conn, limit int, skip ...string) (Scan, error) {
 				return err
 			}
 			if f, ok := asFleet(p, data); ok {
+				acl, _, err := conn.GetACL(p)
+				switch {
+				case errors.Is(err, zk.ErrNoNode):
+					return nil
+				case err != nil:
+					f.Untrusted = "its ACL cannot be read: " + err.Error()
+				default:
+					f.Untrusted = Trusted(acl)
+				}
 				mu.Lock()
 				res.Fleets = append(res.Fleets, f)
 				mu.Unlock()
@@ -251,10 +289,18 @@ func (s *session) scan(ctx context.Context) (Scan, error) {
 		s.c.log.Warn("fleet scan skipped subtrees the operator named; a fleet in them is not checked",
 			"skipped_by_operator", res.Skipped, "flag", "--zk-scan-skip")
 	}
+	if s.c.cfg.Auth != "" {
+		res = res.OnlyTrusted()
+		for _, f := range res.Ignored {
+			s.c.log.Warn("fleet scan: a node with a fleet layout marker whose ACL no fleet operator made; not counted",
+				"znode", f.Root, "why", f.Untrusted, "fix", "delete it, or snowflakectl secure if it is a fleet")
+		}
+	}
 	return res, nil
 }
 
-// scanTimeout bounds one scan of the ensemble (10,000 reads, 32 at once).
+// scanTimeout bounds one scan of the ensemble (32 reads at once: some
+// 10,000 znodes a second here): the scan's bound is this time, not a count.
 const scanTimeout = fillTimeout
 
 // checkScope reads the datacenters the root owns, refuses a pinned
@@ -279,6 +325,6 @@ func (s *session) checkScope(ctx context.Context, info RootInfo) error {
 	s.owned = owned
 	s.c.owned.Store(uint32(owned))
 	s.c.log.Info("fleet scope verified", "root", root, "datacenters", owned.String(),
-		"fleets_in_ensemble", len(res.Fleets), "znodes_read", res.Nodes, "skipped_by_operator", res.Skipped)
+		"fleets_in_ensemble", len(res.Fleets), "znodes_read", res.Nodes, "skipped_by_operator", res.Skipped, "untrusted_roots", len(res.Ignored))
 	return nil
 }

@@ -65,7 +65,7 @@ func TestFleetScope(t *testing.T) {
 		return d
 	}
 
-	res, err := InitRoot(ctx, obs, initCfg("/region/eu", acl, mustDC("0-1")))
+	res, err := InitRoot(ctx, obs, initCfg("/region/eu", FleetACL{}, mustDC("0-1")))
 	if err != nil || !res.Made || res.Layout != LayoutV3 {
 		t.Fatalf("init /region/eu 0-1: %+v, %v; want made, layout v3", res, err)
 	}
@@ -73,18 +73,18 @@ func TestFleetScope(t *testing.T) {
 		t.Fatalf("slot map of /region/eu: %d slot nodes, free %d, %v; want 1024 nodes, 64 free", len(m.Slots), m.Free(), err)
 	}
 	// Again with the same ranges: nothing done; with others: refused.
-	if res, err := InitRoot(ctx, obs, initCfg("/region/eu", acl, mustDC("0-1"))); err != nil || res.Made {
+	if res, err := InitRoot(ctx, obs, initCfg("/region/eu", FleetACL{}, mustDC("0-1"))); err != nil || res.Made {
 		t.Fatalf("init again: %+v, %v; want left alone", res, err)
 	}
-	if _, err := InitRoot(ctx, obs, initCfg("/region/eu", acl, mustDC("0-2"))); !errors.Is(err, ErrRootExists) {
+	if _, err := InitRoot(ctx, obs, initCfg("/region/eu", FleetACL{}, mustDC("0-2"))); !errors.Is(err, ErrRootExists) {
 		t.Fatalf("init with other ranges: %v; want ErrRootExists", err)
 	}
 	// A second fleet: disjoint is fine, deep in the tree too; overlapping
 	// is refused and nothing is made.
-	if _, err := InitRoot(ctx, obs, initCfg("/apps/x/us", acl, mustDC("2-3,8"))); err != nil {
+	if _, err := InitRoot(ctx, obs, initCfg("/apps/x/us", FleetACL{}, mustDC("2-3,8"))); err != nil {
 		t.Fatalf("init /apps/x/us 2-3,8: %v", err)
 	}
-	_, err = InitRoot(ctx, obs, initCfg("/other", acl, mustDC("8-9")))
+	_, err = InitRoot(ctx, obs, initCfg("/other", FleetACL{}, mustDC("8-9")))
 	if !errors.Is(err, ErrFleetOverlap) || !strings.Contains(err.Error(), "/apps/x/us") || !strings.Contains(err.Error(), "both: 8") {
 		t.Fatalf("init /other 8-9: %v; want ErrFleetOverlap naming /apps/x/us and datacenter 8", err)
 	}
@@ -136,7 +136,7 @@ func TestFleetScope(t *testing.T) {
 }
 
 // initCfg is a new fleet's init of root owning owned.
-func initCfg(root string, acl []zk.ACL, owned DCSet) InitConfig {
+func initCfg(root string, acl FleetACL, owned DCSet) InitConfig {
 	c := DefaultInitConfig()
 	c.Root, c.ACL, c.Owned, c.NewFleet = root, acl, owned, true
 	return c
@@ -157,7 +157,7 @@ func TestScanUnreadableSubtree(t *testing.T) {
 		}
 		return d
 	}
-	if _, err := InitRoot(ctx, obs, initCfg("/ours", zk.WorldACL(zk.PermAll), mustDC("0-1"))); err != nil {
+	if _, err := InitRoot(ctx, obs, initCfg("/ours", FleetACL{}, mustDC("0-1"))); err != nil {
 		t.Fatal(err)
 	}
 	// Someone else's subtrees, closed to everybody but them: /locked holds
@@ -193,10 +193,10 @@ func TestScanUnreadableSubtree(t *testing.T) {
 		t.Fatalf("worker skipping /locked only: %v; want ErrScanUnreadable naming /private alone", err)
 	}
 	// init refuses the same way, and goes on with the skips.
-	if _, err := InitRoot(ctx, obs, initCfg("/batch", zk.WorldACL(zk.PermAll), mustDC("9"))); !errors.Is(err, ErrScanUnreadable) || !strings.Contains(err.Error(), "/locked") {
+	if _, err := InitRoot(ctx, obs, initCfg("/batch", FleetACL{}, mustDC("9"))); !errors.Is(err, ErrScanUnreadable) || !strings.Contains(err.Error(), "/locked") {
 		t.Fatalf("init beside unreadable subtrees: %v; want ErrScanUnreadable naming /locked", err)
 	}
-	skipBoth := initCfg("/batch", zk.WorldACL(zk.PermAll), mustDC("9"))
+	skipBoth := initCfg("/batch", FleetACL{}, mustDC("9"))
 	skipBoth.ScanSkip = []string{"/locked", "/private"}
 	res, err := InitRoot(ctx, obs, skipBoth)
 	if err != nil || !res.Made || strings.Join(res.Scan.Skipped, ",") != "/locked,/private" || len(res.Scan.Unreadable) != 0 {

@@ -20,12 +20,20 @@ import (
 func testConfig(servers ...string) Config {
 	cfg := DefaultConfig()
 	cfg.Servers = servers
+	cfg.Insecure = true // tests that need credentials set Auth
 	cfg.SessionTimeout = 2 * time.Second
 	cfg.Renew = 200 * time.Millisecond
 	cfg.Horizon = time.Second
 	cfg.MaxReservationWait = 5 * time.Second
 	cfg.ReleaseTimeout = time.Second
 	cfg.MaxSkew = 500 * time.Millisecond
+	return cfg
+}
+
+// insecureDefault is DefaultConfig allowed to run without credentials.
+func insecureDefault() Config {
+	cfg := DefaultConfig()
+	cfg.Insecure = true
 	return cfg
 }
 
@@ -102,7 +110,8 @@ func initFleet(t testing.TB, cfg Config) {
 		return
 	}
 	ic := DefaultInitConfig()
-	ic.Root, ic.ACL, ic.NewFleet, ic.ScanLimit = cfg.Root, ACL(cfg.Auth), true, cfg.ScanLimit
+	ic.Root, ic.NewFleet, ic.ScanLimit = cfg.Root, true, cfg.ScanLimit
+	ic.ACL, _ = NewFleetACL(cfg.Auth, cfg.Auth)
 	// Generous bounds: a new fleet does not pay for them, and the test's
 	// later workers may run with a wider MaxSkew or Horizon.
 	ic.MaxHorizon, ic.MaxSkew = max(cfg.Horizon, DefaultMaxHorizon), 24*time.Hour

@@ -14,15 +14,24 @@ import (
 // ErrRootExists: InitRoot found the root made already, with other ranges.
 var ErrRootExists = errors.New("root exists")
 
+// ErrForeignNode: a node of the fleet's layout exists with an ACL other
+// than the fleet's: init did not make it so (another client did, perhaps
+// to rewrite the ranges later), and never adopts it.
+var ErrForeignNode = errors.New("node exists with an ACL the fleet did not give it")
+
 // InitConfig is what InitRoot makes.
 type InitConfig struct {
 	// Root is the fleet's root znode.
 	Root string
-	// ACL is given to every node made.
-	ACL []zk.ACL
+	// ACL is the fleet's ACL scheme every node made is given (its zero
+	// value: world-open, for --zk-insecure). A node that exists with
+	// another ACL is never adopted (ErrForeignNode).
+	ACL FleetACL
 	// Owned are the datacenters the fleet owns (never empty).
 	Owned DCSet
-	// ScanLimit bounds the scan for the ensemble's other fleets.
+	// ScanLimit bounds the scan for the ensemble's other fleets by a node
+	// count; 0 (the default) means none: the scan is bounded by the
+	// caller's ctx, a time anyone can make nodes for cannot exceed.
 	ScanLimit int
 	// ScanSkip are subtrees the scan does not enter: the operator vouches
 	// that no fleet sits under them (an unreadable subtree not named here
@@ -41,7 +50,7 @@ type InitConfig struct {
 // DefaultInitConfig: root /snowflake owning all 32 datacenters, the
 // default bounds, not a new fleet.
 func DefaultInitConfig() InitConfig {
-	return InitConfig{Root: DefaultRoot, ACL: zk.WorldACL(zk.PermAll), Owned: AllDatacenters, ScanLimit: DefaultScanLimit,
+	return InitConfig{Root: DefaultRoot, Owned: AllDatacenters, ScanLimit: DefaultScanLimit,
 		MaxHorizon: DefaultMaxHorizon, MaxSkew: DefaultMaxSkew}
 }
 
@@ -55,8 +64,8 @@ func (c InitConfig) Validate() error {
 		return bad("Root", c.Root, "is not an absolute znode path such as /snowflake (not /, no trailing /)")
 	case c.Owned == 0:
 		return bad("Owned", c.Owned.String(), "is empty: a fleet must own at least one datacenter")
-	case c.ScanLimit < 1:
-		return bad("ScanLimit", c.ScanLimit, "must be at least 1")
+	case c.ScanLimit < 0:
+		return bad("ScanLimit", c.ScanLimit, "is negative (0: no count bound)")
 	case c.MaxHorizon <= 0 || c.MaxHorizon > 24*time.Hour:
 		return bad("MaxHorizon", c.MaxHorizon, "is out of range (0, 24h]")
 	case c.MaxSkew <= 0 || c.MaxSkew > 24*time.Hour:
@@ -134,6 +143,11 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	root := cfg.Root
 	data, st, err := conn.Get(root)
 	exists := err == nil
+	if exists {
+		if err := checkOwnACLs(conn, cfg.ACL, root, root); err != nil {
+			return res, fmt.Errorf("init: %w", err)
+		}
+	}
 	switch {
 	case err == nil && len(strings.TrimSpace(string(data))) > 0:
 		info, err := decodeRoot(root, data)
@@ -159,6 +173,9 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("init: %w", err)
 	}
+	if !cfg.ACL.Insecure() {
+		res.Scan = res.Scan.OnlyTrusted()
+	}
 	if err := CheckScope(root, cfg.Owned, res.Scan); err != nil {
 		return res, fmt.Errorf("init: %w", err)
 	}
@@ -167,16 +184,17 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	info.MaxHorizonMs, info.MaxSkewMs = cfg.MaxHorizon.Milliseconds(), cfg.MaxSkew.Milliseconds()
 	parts := strings.Split(strings.Trim(root, "/"), "/")
 	for i := 1; i < len(parts); i++ {
-		if _, err := conn.Create("/"+strings.Join(parts[:i], "/"), nil, 0, cfg.ACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := conn.Create("/"+strings.Join(parts[:i], "/"), nil, 0, cfg.ACL.Root()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return res, fmt.Errorf("init: create %s: %w", "/"+strings.Join(parts[:i], "/"), err)
 		}
 	}
-	var first any = &zk.CreateRequest{Path: root, Data: encodeRoot(info), Acl: cfg.ACL}
-	if exists { // an empty root (made to set its ACL first) counts as absent
+	var first any = &zk.CreateRequest{Path: root, Data: encodeRoot(info), Acl: cfg.ACL.Root()}
+	if exists { // an empty root with the fleet's ACL (made to set it first) counts as absent
 		first = &zk.SetDataRequest{Path: root, Data: encodeRoot(info), Version: st.Version}
 	}
-	if _, err := conn.Multi(first, &zk.CreateRequest{Path: LeasesPath(root), Acl: cfg.ACL},
-		&zk.CreateRequest{Path: SlotsPath(root), Acl: cfg.ACL}); err != nil {
+	if _, err := conn.Multi(first, &zk.CreateRequest{Path: LeasesPath(root), Acl: cfg.ACL.Parent()},
+		&zk.CreateRequest{Path: SlotsPath(root), Acl: cfg.ACL.Root()},
+		&zk.CreateRequest{Path: StandbyPath(root), Acl: cfg.ACL.Parent()}); err != nil {
 		return res, fmt.Errorf("init: create root %s: %w", root, err)
 	}
 	if _, st, err = conn.Get(root); err != nil {
@@ -190,6 +208,9 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	again, err := ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
 	if err != nil {
 		return res, fmt.Errorf("init: made root %s, but the check after: %w", root, err)
+	}
+	if !cfg.ACL.Insecure() {
+		again = again.OnlyTrusted()
 	}
 	if err := CheckScope(root, cfg.Owned, again); err != nil {
 		return res, fmt.Errorf("init: made root %s, but another fleet appeared meanwhile: %w", root, err)
@@ -208,7 +229,10 @@ func fillRoot(conn *zk.Conn, cfg InitConfig, info RootInfo, st *zk.Stat, res *In
 		reserve += info.Reach().Milliseconds()
 	}
 	now := time.Now().UnixMilli()
-	if _, err := createSlotNodes(conn, root, cfg.ACL, nil, SlotRecord{ReservedUntilMs: reserve, UpdatedMs: now}); err != nil {
+	if err := checkOwnACLs(conn, cfg.ACL, root, LeasesPath(root), SlotsPath(root), StandbyPath(root)); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	if _, err := createSlotNodes(conn, root, cfg.ACL.Slot(), nil, SlotRecord{ReservedUntilMs: reserve, UpdatedMs: now}); err != nil {
 		return fmt.Errorf("init: make the slot nodes of root %s: %w", root, err)
 	}
 	final := info.finished()
@@ -217,4 +241,45 @@ func fillRoot(conn *zk.Conn, cfg InitConfig, info RootInfo, st *zk.Stat, res *In
 	}
 	res.Made, res.Layout, res.ReservedUntilMs = true, final.Layout, reserve
 	return nil
+}
+
+// checkOwnACLs refuses (ErrForeignNode) any of paths under root that
+// exists with an ACL other than the one the scheme gives it; a missing one
+// passes.
+func checkOwnACLs(conn *zk.Conn, scheme FleetACL, root string, paths ...string) error {
+	for _, p := range paths {
+		have, _, err := conn.GetACL(p)
+		if errors.Is(err, zk.ErrNoNode) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read the ACL of %s: %w", p, err)
+		}
+		if want := scheme.For(root, p); !sameACL(have, want) {
+			return fmt.Errorf("%w: %s has ACL %s, not the fleet's %s: something other than snowflakectl init with these credentials made it; it is not adopted (delete it, or, if it is this fleet's, snowflakectl secure)",
+				ErrForeignNode, p, FormatACL(have), FormatACL(want))
+		}
+	}
+	return nil
+}
+
+// sameACL compares two ACLs as sets of entries; a digest hash shown as x
+// (a reader without admin) matches its user.
+func sameACL(have, want []zk.ACL) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			if h.Perms == w.Perms && h.Scheme == w.Scheme && (h.ID == w.ID || w.Scheme == "digest" && sameID(h, w.ID)) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }

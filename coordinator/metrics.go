@@ -42,6 +42,7 @@ type metrics struct {
 	logical     prometheus.CounterFunc
 	steps       *prometheus.CounterVec
 	forward     prometheus.GaugeFunc
+	insecure    prometheus.GaugeFunc
 }
 
 // newMetrics makes the coordinator's metrics and registers them with reg
@@ -141,6 +142,15 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		Name: "snowflake_coordinator_clock_forward_step_max_seconds",
 		Help: "The largest forward step of the wall clock seen: the longest gap it left in a slot's timeline (harmless to uniqueness).",
 	}, func() float64 { return time.Duration(c.maxForward.Load()).Seconds() })
+	m.insecure = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "snowflake_coordinator_zk_insecure",
+		Help: "1 when the coordinator runs without ZooKeeper credentials (--zk-insecure): its tree is world-writable, and any ZooKeeper client can cause duplicate IDs.",
+	}, func() float64 {
+		if c.cfg.Auth == "" {
+			return 1
+		}
+		return 0
+	})
 	m.steps.WithLabelValues("forward")
 	m.steps.WithLabelValues("back")
 	for _, s := range allStates {
@@ -158,7 +168,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.renew,
-			m.renewErrors, m.undecodable, m.rollbacks, m.awaiting, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward} {
+			m.renewErrors, m.undecodable, m.rollbacks, m.awaiting, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward, m.insecure} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

@@ -29,7 +29,7 @@ func (c *offsetClock) Sleep(d time.Duration) { snowflake.SystemClock{}.Sleep(d) 
 // agrees with Readiness throughout.
 func TestReadiness(t *testing.T) {
 	clock := &offsetClock{}
-	cfg := DefaultConfig()
+	cfg := insecureDefault()
 	cfg.Servers = []string{zktest.Start(t).Addr()}
 	cfg.Root = fmt.Sprintf("/readiness-%d", time.Now().UnixNano())
 	cfg.SessionTimeout, cfg.Renew, cfg.Horizon = 2*time.Second, 200*time.Millisecond, 5*time.Second

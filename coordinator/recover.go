@@ -41,7 +41,7 @@ type RecoverResult struct {
 // reservation. The root's datacenters and bound are kept. A holder whose
 // lease survives finds its slot node changed, reads it, and adopts it when
 // it still names it.
-func RecoverRoot(ctx context.Context, conn *zk.Conn, root string, acl []zk.ACL) (RecoverResult, error) {
+func RecoverRoot(ctx context.Context, conn *zk.Conn, root string, acl FleetACL) (RecoverResult, error) {
 	if !ValidRoot(root) {
 		return RecoverResult{}, fmt.Errorf("recover: root %q is not an absolute znode path", root)
 	}
@@ -50,7 +50,7 @@ func RecoverRoot(ctx context.Context, conn *zk.Conn, root string, acl []zk.ACL) 
 	return res, err
 }
 
-func recoverRoot(conn *zk.Conn, root string, acl []zk.ACL, res *RecoverResult) error {
+func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) error {
 	data, st, err := conn.Get(root)
 	if errors.Is(err, zk.ErrNoNode) {
 		return fmt.Errorf("recover: %w: root %s is missing: the ensemble lost its data rather than went back; run snowflakectl init", ErrDamaged, root)
@@ -101,7 +101,7 @@ func recoverRoot(conn *zk.Conn, root string, acl []zk.ACL, res *RecoverResult) e
 		}
 	}
 	if len(missing) > 0 {
-		if _, err := createSlotNodes(conn, root, acl, missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
+		if _, err := createSlotNodes(conn, root, acl.Slot(), missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
 			return fmt.Errorf("recover: %w", err)
 		}
 		res.Made = missing

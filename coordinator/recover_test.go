@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -70,7 +69,7 @@ func TestRestoreFromBackup(t *testing.T) {
 	obs = observer(t, zs.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := RecoverRoot(ctx, obs, DefaultRoot, zk.WorldACL(zk.PermAll))
+	res, err := RecoverRoot(ctx, obs, DefaultRoot, FleetACL{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +100,7 @@ func TestRestoreFromBackup(t *testing.T) {
 func TestRecoverMissingRoot(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
-	_, err := RecoverRoot(context.Background(), obs, "/none", zk.WorldACL(zk.PermAll))
+	_, err := RecoverRoot(context.Background(), obs, "/none", FleetACL{})
 	if err == nil || !strings.Contains(err.Error(), "snowflakectl init") {
 		t.Fatalf("recover of a missing root: %v; want a refusal naming init", err)
 	}

@@ -25,8 +25,9 @@ var errRootFilling = errors.New("root is still being filled by snowflakectl init
 // worker never makes it: a root made by a starting worker would reserve its
 // slots to the make's time, below what a holder cut off from an ensemble
 // that lost its data may still issue), then refuses a root made for another
-// layout, one whose bound this worker's config exceeds, or one whose fleet
-// overlaps another. Damage and transient errors are retried until ctx ends.
+// layout, one whose bound this worker's config exceeds, one whose fleet
+// overlaps another, or (with credentials) a tree the world may write
+// (ErrUntrustedTree). Damage and transient errors are retried until ctx ends.
 func (s *session) checkRoot(ctx context.Context) error {
 	for {
 		err := s.tryCheckRoot(ctx)
@@ -34,7 +35,7 @@ func (s *session) checkRoot(ctx context.Context) error {
 			return nil
 		}
 		if errors.Is(err, ErrLayoutMismatch) || errors.Is(err, ErrFleetOverlap) || errors.Is(err, ErrOutsideFleet) ||
-			errors.Is(err, ErrScanLimit) || errors.Is(err, ErrAboveRootBound) || fatal(err) {
+			errors.Is(err, ErrScanLimit) || errors.Is(err, ErrAboveRootBound) || errors.Is(err, ErrUntrustedTree) || fatal(err) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -84,6 +85,9 @@ func (s *session) tryCheckRoot(ctx context.Context) error {
 		return err
 	}
 	if err := s.checkTree(ctx); err != nil {
+		return err
+	}
+	if err := s.checkTrust(ctx); err != nil {
 		return err
 	}
 	s.rollback.reset(st) // the root read afresh starts a new history

@@ -192,7 +192,7 @@ func TestFillingRootFinishedByInit(t *testing.T) {
 		t.Fatalf("a worker made %d slot nodes of a filling root", len(names))
 	}
 	dcs, _ := ParseDCSet("4")
-	res := initRootT(t, obs, initCfg("/half", acl, dcs))
+	res := initRootT(t, obs, initCfg("/half", FleetACL{}, dcs))
 	if !res.Made || !res.Finished || res.Layout != LayoutV3 {
 		t.Fatalf("init of a filling root: %+v; want finished as v3", res)
 	}

@@ -272,18 +272,6 @@ func redact(auth string) string {
 	return "***"
 }
 
-// ACL is the ACL the fleet creates its nodes with: with auth, the fleet's
-// digest identity may do everything and the world may only read (operators
-// inspect, nobody else writes the slot map); without auth, the world may do
-// everything.
-func ACL(auth string) []zk.ACL {
-	user, password, err := parseAuth(auth)
-	if err != nil || user == "" {
-		return zk.WorldACL(zk.PermAll)
-	}
-	return append(zk.DigestACL(zk.PermAll, user, password), zk.WorldACL(zk.PermRead)...)
-}
-
 // zkLogger sends go-zookeeper's messages to hclog at debug level: the
 // library logs every reconnect attempt, and the Coordinator logs what matters.
 type zkLogger struct{ log hclog.Logger }

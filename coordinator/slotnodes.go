@@ -99,8 +99,9 @@ var ErrReservationTooLow = errors.New("reservation below what a holder may have 
 type RepairConfig struct {
 	// Root is the fleet's root znode.
 	Root string
-	// ACL is given to every node made.
-	ACL []zk.ACL
+	// ACL is the fleet's ACL scheme every node made is given (zero:
+	// world-open); see FleetACLFromTree for the tree's own.
+	ACL FleetACL
 	// Slots are the slot nodes to re-create where missing.
 	Slots []snowflake.Slot
 	// ReservedUntilMs is the reservation of the nodes made; 0 means now plus
@@ -133,9 +134,6 @@ func RepairSlots(ctx context.Context, conn *zk.Conn, cfg RepairConfig) (RepairRe
 	}
 	if cfg.ReservedUntilMs != 0 && (cfg.ReservedUntilMs < snowflake.MinUnixMs || cfg.ReservedUntilMs > snowflake.MaxUnixMs) {
 		return res, fmt.Errorf("repair: reservation %d ms is outside the ID's range %d..%d", cfg.ReservedUntilMs, snowflake.MinUnixMs, snowflake.MaxUnixMs)
-	}
-	if cfg.ScanLimit <= 0 {
-		cfg.ScanLimit = DefaultScanLimit
 	}
 	err := callCtx(ctx, func() error { return repair(conn, cfg, &res) })
 	return res, err
@@ -170,6 +168,9 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 		if err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
+		if !cfg.ACL.Insecure() {
+			scan = scan.OnlyTrusted()
+		}
 		if err := CheckScope(root, cfg.Owned, scan); err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
@@ -186,13 +187,13 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 	}
 	res.ReservedUntilMs = until
 	if newRoot {
-		if _, err := conn.Create(root, encodeRoot(info), 0, cfg.ACL); err != nil {
+		if _, err := conn.Create(root, encodeRoot(info), 0, cfg.ACL.Root()); err != nil {
 			return fmt.Errorf("repair: create root %s: %w", root, err)
 		}
 		res.MadeTree = append(res.MadeTree, root)
 	}
-	for _, p := range []string{LeasesPath(root), SlotsPath(root)} {
-		_, err := conn.Create(p, nil, 0, cfg.ACL)
+	for _, p := range []string{LeasesPath(root), SlotsPath(root), StandbyPath(root)} {
+		_, err := conn.Create(p, nil, 0, cfg.ACL.For(root, p))
 		if err == nil {
 			res.MadeTree = append(res.MadeTree, p)
 		} else if !errors.Is(err, zk.ErrNodeExists) {
@@ -230,7 +231,7 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 		}
 	}
 	if len(missing) > 0 {
-		if _, err := createSlotNodes(conn, root, cfg.ACL, missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
+		if _, err := createSlotNodes(conn, root, cfg.ACL.Slot(), missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
 		res.Made = missing
@@ -244,6 +245,9 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 	again, err := ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
 	if err != nil {
 		return fmt.Errorf("repair: made root %s, but the check after: %w", root, err)
+	}
+	if !cfg.ACL.Insecure() {
+		again = again.OnlyTrusted()
 	}
 	if err := CheckScope(root, cfg.Owned, again); err != nil {
 		return fmt.Errorf("repair: made root %s, but another fleet appeared meanwhile: %w", root, err)

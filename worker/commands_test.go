@@ -47,7 +47,7 @@ func TestLongCommandName(t *testing.T) {
 		}
 	}
 
-	coord, err := coordinator.New(coordinator.DefaultConfig(), nil, nil)
+	coord, err := coordinator.New(insecureCoordConfig(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,12 +49,21 @@ func startWorker(t testing.TB, zkAddr string, wait bool, mutate func(*Config)) *
 	})
 }
 
+// insecureCoordConfig is coordinator.DefaultConfig allowed to run without
+// credentials.
+func insecureCoordConfig() coordinator.Config {
+	cc := coordinator.DefaultConfig()
+	cc.Insecure = true
+	return cc
+}
+
 // startWorkerWith is startWorker with the coordinator's config adjusted by
 // mutateCoord (default timings when nil).
 func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config), mutateCoord func(*coordinator.Config)) *testWorker {
 	t.Helper()
 	cc := coordinator.DefaultConfig()
 	cc.Servers = []string{zkAddr}
+	cc.Insecure = true // tests about credentials set Auth
 	cc.Root = fmt.Sprintf("/worker-test-%d-%d", time.Now().UnixNano(), roots.Add(1))
 	if mutateCoord != nil {
 		mutateCoord(&cc)

@@ -596,7 +596,7 @@ func testLeaseLost(t *testing.T, zk *zktest.Server) {
 // A registry that has the server's metrics already is a caller's mistake to
 // report, not a panic.
 func TestMetricsRegisteredTwice(t *testing.T) {
-	coord, err := coordinator.New(coordinator.DefaultConfig(), nil, nil)
+	coord, err := coordinator.New(insecureCoordConfig(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

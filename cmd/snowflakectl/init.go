@@ -34,8 +34,10 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 			"any ensemble, and skips that wait.")
 	var z zkFlags
 	z.register(fs)
+	var ids identityFlags
+	ids.register(fs, true)
 	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8 (default all 32: 0-31)")
-	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read while looking for the ensemble's other fleets")
+	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read while looking for the ensemble's other fleets (0: no count; --timeout bounds it)")
 	var skip scanSkipFlag
 	skip.register(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching ZooKeeper and making the root")
@@ -52,6 +54,10 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "init", "%v", err)
 	}
+	scheme, _, err := ids.scheme(z.auth, true)
+	if err != nil {
+		return usageError(stderr, "init", "%v", err)
+	}
 	owned := coordinator.AllDatacenters
 	if set := flagSet(fs); set["datacenters"] {
 		if owned, err = coordinator.ParseDCSet(*dcs); err != nil {
@@ -59,7 +65,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	ic := coordinator.DefaultInitConfig()
-	ic.Root, ic.ACL, ic.Owned, ic.ScanLimit = z.root, coordinator.ACL(z.auth), owned, *scanLimit
+	ic.Root, ic.ACL, ic.Owned, ic.ScanLimit = z.root, scheme, owned, *scanLimit
 	ic.MaxHorizon, ic.MaxSkew, ic.NewFleet, ic.ScanSkip = *maxHorizon, *maxSkew, *newFleet, skip
 	if err := ic.Validate(); err != nil {
 		flagName := map[string]string{"ScanLimit": "--scan-limit", "MaxHorizon": "--max-horizon", "MaxSkew": "--max-skew", "Root": "--zk-root", "Owned": "--datacenters"}
@@ -87,13 +93,19 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
 		if errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, coordinator.ErrScanUnreadable) {
-			fmt.Fprintln(stderr, "snowflakectl init: ZooKeeper refused a write; pass --zk-auth")
+			fmt.Fprintln(stderr, "snowflakectl init: ZooKeeper refused a write; pass the operator's --zk-auth-file")
 		}
 		return exitFailure
 	}
 	where := strings.Join(servers, ",")
 	for _, p := range res.Scan.Skipped {
 		fmt.Fprintf(stderr, "snowflakectl init: %s skipped by operator (--zk-scan-skip): a fleet in it is not checked\n", p)
+	}
+	for _, f := range res.Scan.Ignored {
+		fmt.Fprintf(stderr, "snowflakectl init: %s has a fleet layout marker but %s: not counted as a fleet\n", f.Root, f.Untrusted)
+	}
+	if scheme.Insecure() {
+		fmt.Fprintln(stderr, "snowflakectl init: warning: --zk-insecure: the tree is world-writable; anyone reaching ZooKeeper can cause duplicate IDs (snowflakectl secure protects it later)")
 	}
 	if !res.Made {
 		fmt.Fprintf(stdout, "root %s on %s exists already, layout %s, owning datacenters %s; left as it is\n", z.root, where, res.Layout, owned)

@@ -48,6 +48,10 @@ func commands() map[string]command {
 			run: func(args []string, stdout, stderr io.Writer) int {
 				return runRecover(args, stdinInput(), stdout, stderr)
 			}},
+		"secure": {summary: "set the ACLs of a fleet's tree to the operator/worker/world scheme (asks first)",
+			run: func(args []string, stdout, stderr io.Writer) int {
+				return runSecure(args, stdinInput(), stdout, stderr)
+			}},
 		"health": {summary: "exit 0 when a worker's /readyz answers 200 (container health checks)", run: runHealth},
 	}
 }

@@ -15,7 +15,12 @@ import (
 )
 
 // TestMain removes the snowflaked binary fleettest builds for these tests.
-func TestMain(m *testing.M) { os.Exit(fleettest.Main(m)) }
+// TestMain: init runs with --zk-insecure unless a test says otherwise (most
+// are not about credentials).
+func TestMain(m *testing.M) {
+	os.Setenv("SNOWFLAKE_ZK_INSECURE", "true")
+	os.Exit(fleettest.Main(m))
+}
 
 const fleetRoot = "/ctl-test"
 

@@ -31,6 +31,8 @@ func runRecover(args []string, in input, stdout, stderr io.Writer) int {
 			"--yes is required.")
 	var z zkFlags
 	z.register(fs)
+	var ids identityFlags
+	ids.register(fs, false)
 	yes := fs.Bool("yes", false, "do not ask for confirmation (for scripts)")
 	timeout := fs.Duration("timeout", 60*time.Second, "bound on reaching ZooKeeper and writing every slot node")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
@@ -40,6 +42,10 @@ func runRecover(args []string, in input, stdout, stderr io.Writer) int {
 		return usageError(stderr, "recover", "unexpected argument %q", fs.Arg(0))
 	}
 	servers, err := z.check()
+	if err != nil {
+		return usageError(stderr, "recover", "%v", err)
+	}
+	scheme, given, err := ids.scheme(z.auth, false)
 	if err != nil {
 		return usageError(stderr, "recover", "%v", err)
 	}
@@ -62,11 +68,17 @@ func runRecover(args []string, in input, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	res, err := coordinator.RecoverRoot(ctx, conn, z.root, coordinator.ACL(z.auth))
+	if !given {
+		if scheme, err = coordinator.FleetACLFromTree(conn, z.root, z.auth); err != nil {
+			fmt.Fprintf(stderr, "snowflakectl recover: %v\n", err)
+			return exitFailure
+		}
+	}
+	res, err := coordinator.RecoverRoot(ctx, conn, z.root, scheme)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl recover: %v\n", err)
 		if errors.Is(err, zk.ErrNoAuth) {
-			fmt.Fprintln(stderr, "snowflakectl recover: the fleet's nodes are writable by its identity only; pass --zk-auth")
+			fmt.Fprintln(stderr, "snowflakectl recover: the fleet's nodes are writable by its operator only; pass the operator's --zk-auth-file")
 		}
 		return exitFailure
 	}

@@ -31,6 +31,8 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 			"--yes skips it, and without a terminal --yes is required.")
 	var z zkFlags
 	z.register(fs)
+	var ids identityFlags
+	ids.register(fs, false)
 	slotsFlag := fs.String("slot", "", "the `slots` to re-create: dcNN-mNN, comma-separated, or all")
 	untilFlag := fs.String("reserve-until", "", "the reservation of the re-created nodes: Unix `ms`, or now+DURATION (default now + the root's bound, 41s by default)")
 	unsafeLow := fs.Bool("unsafe-low-reservation", false, "allow a --reserve-until below now + the root's bound: the re-created slots can repeat IDs a holder issued up to then")
@@ -46,6 +48,10 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		return usageError(stderr, "repair", "unexpected argument %q", fs.Arg(0))
 	}
 	servers, err := z.check()
+	if err != nil {
+		return usageError(stderr, "repair", "%v", err)
+	}
+	scheme, given, err := ids.scheme(z.auth, false)
 	if err != nil {
 		return usageError(stderr, "repair", "%v", err)
 	}
@@ -102,7 +108,13 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	if !*yes && !in.confirm(stdout, stderr, "repair", "IDs of a re-created slot start above that time.") {
 		return exitFailure
 	}
-	res, err := coordinator.RepairSlots(ctx, conn, coordinator.RepairConfig{Root: z.root, ACL: coordinator.ACL(z.auth),
+	if !given {
+		if scheme, err = coordinator.FleetACLFromTree(conn, z.root, z.auth); err != nil {
+			fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
+			return exitFailure
+		}
+	}
+	res, err := coordinator.RepairSlots(ctx, conn, coordinator.RepairConfig{Root: z.root, ACL: scheme,
 		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, ScanSkip: skip})
 	until = res.ReservedUntilMs
 	for _, p := range res.MadeTree {
@@ -121,7 +133,7 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
 		if errors.Is(err, zk.ErrNoAuth) {
-			fmt.Fprintln(stderr, "snowflakectl repair: the fleet's nodes are writable by its identity only; pass --zk-auth")
+			fmt.Fprintln(stderr, "snowflakectl repair: the fleet's nodes are writable by its operator only; pass the operator's --zk-auth-file")
 		}
 		return exitFailure
 	}

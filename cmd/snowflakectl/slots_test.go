@@ -30,6 +30,7 @@ func startHolder(t *testing.T, zkAddr, root, advertise string) *holder {
 	cfg := coordinator.DefaultConfig()
 	cfg.Servers = []string{zkAddr}
 	cfg.Root = root
+	cfg.Insecure = true
 	cfg.SessionTimeout = 2 * time.Second
 	cfg.Renew = 200 * time.Millisecond
 	cfg.Horizon = time.Second

@@ -47,6 +47,9 @@ type options struct {
 // errHelp: -h was given and usage was printed; exit 0.
 var errHelp = errors.New("help requested")
 
+// errNoCredentials: neither ZooKeeper credentials nor --zk-insecure.
+var errNoCredentials = errors.New("no ZooKeeper credentials: give --zk-auth-file (the worker's digest identity), or --zk-insecure to run on a world-writable tree (anyone reaching ZooKeeper can then cause duplicate IDs)")
+
 // usageError is a bad flag value: exit 2.
 type usageError struct{ msg string }
 
@@ -75,6 +78,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&c.Root, coord("Root", "zk-root"), c.Root, "root znode of the fleet (several fleets can share an ensemble when they own disjoint datacenters: snowflakectl init --datacenters)")
 	fs.StringVar(&c.Auth, coord("Auth", "zk-auth"), c.Auth, "ZooKeeper digest auth as user:password; nodes are then writable by it only (default none; prefer --zk-auth-file: an argument shows in ps)")
 	fs.StringVar(&o.zkAuthFile, "zk-auth-file", "", "file holding the ZooKeeper digest credentials, one line user:password; must not be accessible to others (instead of --zk-auth)")
+	fs.BoolVar(&c.Insecure, coord("Insecure", "zk-insecure"), c.Insecure, "run without ZooKeeper credentials: the fleet's tree is then world-writable and anyone reaching ZooKeeper can cause duplicate IDs; warned at start, exported as snowflake_coordinator_zk_insecure (without it, no credentials is refused)")
 	fs.StringVar(&c.TLS.CertFile, coord("TLS.CertFile", "zk-tls-cert-file"), "", "PEM client certificate for ZooKeeper's secureClientPort; any --zk-tls-* turns TLS to ZooKeeper on (--zk then lists the secure ports); re-read at each new connection when changed")
 	fs.StringVar(&c.TLS.KeyFile, coord("TLS.KeyFile", "zk-tls-key-file"), "", "PEM key of --zk-tls-cert-file")
 	fs.StringVar(&c.TLS.CACertFile, coord("TLS.CACertFile", "zk-tls-ca-cert-file"), "", "PEM CA certificates the ZooKeeper servers' certificates are checked against (default: the system's)")
@@ -287,6 +291,9 @@ func (o *options) validate() error {
 			continue
 		}
 		var ce *snowflake.ConfigError
+		if errors.As(err, &ce) && ce.Field == "Insecure" {
+			return usagef("%v", errNoCredentials)
+		}
 		if errors.As(err, &ce) {
 			if name, ok := v.flags[ce.Field]; ok {
 				return usagef("--%s %s: %v", name, o.value(name), err)

@@ -67,8 +67,15 @@ func TestFlags(t *testing.T) {
 		{nil, map[string]string{"SNOWFLAKE_RENEW": "fast"}, 2, `environment variable "SNOWFLAKE_RENEW"`},
 		{nil, map[string]string{"SNOWFLAKE_HORIZON": "100ms"}, 2, "--horizon 100ms"},
 		{[]string{"--version"}, map[string]string{"SNOWFLAKE_VERSION": "v9"}, 0, "snowflaked "},
+		// Secure by default: no credentials and no --zk-insecure is refused.
+		{nil, map[string]string{"SNOWFLAKE_ZK_INSECURE": ""}, 2, "no ZooKeeper credentials: give --zk-auth-file (the worker's digest identity), or --zk-insecure"},
+		{[]string{"--zk-insecure=false"}, nil, 2, "give --zk-auth-file"},
+		{[]string{"--zk-auth-file", "/nonexistent/zk"}, map[string]string{"SNOWFLAKE_ZK_INSECURE": ""}, 2, `--zk-auth-file "/nonexistent/zk"`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			if _, ok := tc.env["SNOWFLAKE_ZK_INSECURE"]; !ok {
+				t.Setenv("SNOWFLAKE_ZK_INSECURE", "true") // the cases are about other flags
+			}
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
@@ -133,6 +140,7 @@ func startDaemonAdmin(t *testing.T, bin string, env []string, admin *http.Client
 	t.Helper()
 	d := &daemonProc{t: t, port: freePort(t), http: freePort(t), out: &syncBuffer{}, exited: make(chan struct{}), admin: admin}
 	args = append([]string{"--listen", "127.0.0.1:" + d.port, "--http", "127.0.0.1:" + d.http, "--log-level", "debug"}, args...)
+	args = fleettest.InsecureUnlessAuth(args, env)
 	initDaemonRoot(t, env, args)
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Env = append(os.Environ(), env...)
@@ -392,7 +400,7 @@ func TestDaemon(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer l.Close()
-		out, err := exec.Command(bin, "--zk", zks.Addr(), "--listen", l.Addr().String(), "--http", "127.0.0.1:0").CombinedOutput()
+		out, err := exec.Command(bin, "--zk", zks.Addr(), "--zk-insecure", "--listen", l.Addr().String(), "--http", "127.0.0.1:0").CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "address already in use") {
 			t.Fatalf("exit %v, output %s", err, out)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
@@ -180,7 +179,7 @@ func initFleetRoot(t *testing.T, addr, root, ranges string) coordinator.DCSet {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ic := coordinator.DefaultInitConfig()
-	ic.Root, ic.ACL, ic.Owned, ic.NewFleet = root, zk.WorldACL(zk.PermAll), owned, true
+	ic.Root, ic.Owned, ic.NewFleet = root, owned, true
 	if _, err := coordinator.InitRoot(ctx, conn, ic); err != nil {
 		t.Fatalf("init %s --datacenters %s: %v", root, ranges, err)
 	}

@@ -290,7 +290,7 @@ func TestSnowflakedDeployment(t *testing.T) {
 		}
 	}
 	// The paths are served by the binary: run it without a ZooKeeper.
-	checkPaths(t, bin, flags, map[string]int{"/healthz": 200, "/readyz": 503})
+	checkPaths(t, bin, map[string]int{"/healthz": 200, "/readyz": 503})
 
 	// Shutdown: the grace period covers delay + drain + release, plus the
 	// daemon's 1s bound on the drain.
@@ -427,7 +427,7 @@ func TestHardening(t *testing.T) {
 
 // checkPaths runs bin with no ZooKeeper and checks each admin path answers
 // the wanted status (so a probe path is one the binary serves).
-func checkPaths(t *testing.T, bin string, flags map[string]string, want map[string]int) {
+func checkPaths(t *testing.T, bin string, want map[string]int) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -438,12 +438,7 @@ func checkPaths(t *testing.T, bin string, flags map[string]string, want map[stri
 	dead, _ := net.Listen("tcp", "127.0.0.1:0")
 	deadAddr := dead.Addr().String()
 	dead.Close()
-	args := []string{"--zk", deadAddr, "--listen", "127.0.0.1:0", "--http", httpAddr}
-	if _, ok := flags["zk-insecure"]; ok {
-		// No credentials here, and no ZooKeeper to use them on.
-		args = append(args, "--zk-insecure")
-	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, "--zk", deadAddr, "--zk-insecure", "--listen", "127.0.0.1:0", "--http", httpAddr)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

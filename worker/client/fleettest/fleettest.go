@@ -169,7 +169,7 @@ func startOnce(t testing.TB, bin string, opts Options) *Worker {
 	if opts.Horizon != 0 {
 		args = append(args, "--horizon", opts.Horizon.String())
 	}
-	args = append(args, opts.Args...)
+	args = InsecureUnlessAuth(append(args, opts.Args...), opts.Env)
 	InitFleet(t, strings.Split(opts.ZK, ","), opts.Root, FlagValue(opts.Args, "--zk-auth"), coordinator.ZKTLS{})
 	logf, err := os.CreateTemp(t.TempDir(), "snowflaked-*.log")
 	if err != nil {
@@ -300,6 +300,28 @@ func StartFleet(t testing.TB, root string, n int) (*zktest.Server, []*Worker) {
 		w.WaitReady(20 * time.Second)
 	}
 	return zks, ws
+}
+
+// InsecureUnlessAuth adds --zk-insecure to a worker's args unless they or
+// env (SNOWFLAKE_<NAME>=value items) give ZooKeeper credentials or say
+// --zk-insecure themselves: a worker refuses to run with neither, and most
+// tests are not about credentials.
+func InsecureUnlessAuth(args, env []string) []string {
+	for _, a := range args {
+		for _, f := range []string{"--zk-auth", "--zk-auth-file", "--zk-insecure"} {
+			if a == f || strings.HasPrefix(a, f+"=") {
+				return args
+			}
+		}
+	}
+	for _, kv := range env {
+		for _, k := range []string{"SNOWFLAKE_ZK_AUTH=", "SNOWFLAKE_ZK_AUTH_FILE=", "SNOWFLAKE_ZK_INSECURE="} {
+			if strings.HasPrefix(kv, k) {
+				return args
+			}
+		}
+	}
+	return append(args, "--zk-insecure")
 }
 
 // FlagValue is the value of flag name in args (--name value or

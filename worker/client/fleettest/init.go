@@ -48,7 +48,8 @@ func InitFleet(t testing.TB, servers []string, root, auth string, tls coordinato
 		return
 	}
 	cfg := coordinator.DefaultInitConfig()
-	cfg.Root, cfg.ACL, cfg.NewFleet = root, coordinator.ACL(auth), true
+	cfg.Root, cfg.NewFleet = root, true
+	cfg.ACL, _ = coordinator.NewFleetACL(auth, auth)
 	// A wider skew bound than the default: a new fleet does not pay for
 	// it, and tests run workers with a --max-skew of a few seconds.
 	cfg.MaxSkew = 10 * time.Second

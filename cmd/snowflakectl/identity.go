@@ -1,0 +1,58 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+)
+
+// identityFlags are the operator commands' second identity and, for init,
+// the opt-out of credentials. The operator's identity is --zk-auth-file
+// (zkFlags); --zk-worker-auth-file names the workers' (only its digest id
+// goes into the ACLs: see coordinator.FleetACL).
+type identityFlags struct {
+	workerFile string
+	insecure   bool
+}
+
+func (f *identityFlags) register(fs *flag.FlagSet, withInsecure bool) {
+	fs.StringVar(&f.workerFile, "zk-worker-auth-file", os.Getenv("SNOWFLAKE_ZK_WORKER_AUTH_FILE"),
+		"`file` holding the workers' ZooKeeper digest credentials, one line user:password, not accessible to others (env SNOWFLAKE_ZK_WORKER_AUTH_FILE): they get create/delete in leases/ and standby/ and read/write on the slot nodes, nothing more")
+	if withInsecure {
+		fs.BoolVar(&f.insecure, "zk-insecure", os.Getenv("SNOWFLAKE_ZK_INSECURE") != "" && os.Getenv("SNOWFLAKE_ZK_INSECURE") != "false",
+			"make the tree without credentials, world-writable: anyone reaching ZooKeeper can then cause duplicate IDs (env SNOWFLAKE_ZK_INSECURE; without it, no credentials is refused)")
+	}
+}
+
+// errNoCredentials: init without credentials and without --zk-insecure.
+var errNoCredentials = errors.New("no ZooKeeper credentials: give --zk-auth-file (the operator's identity) and --zk-worker-auth-file (the workers'), or --zk-insecure to make a world-writable tree (anyone reaching ZooKeeper can then cause duplicate IDs)")
+
+// scheme is the fleet's ACL scheme for the operator's credentials auth
+// (from zkFlags) and the workers' file; required says both are needed
+// (init, secure) rather than the workers' being read from the tree.
+func (f *identityFlags) scheme(auth string, required bool) (coordinator.FleetACL, bool, error) {
+	if auth == "" {
+		if f.workerFile != "" {
+			return coordinator.FleetACL{}, false, errors.New("--zk-worker-auth-file without --zk-auth-file: the operator's identity owns the tree")
+		}
+		if required && !f.insecure {
+			return coordinator.FleetACL{}, false, errNoCredentials
+		}
+		return coordinator.FleetACL{}, false, nil
+	}
+	if f.workerFile == "" {
+		if required {
+			return coordinator.FleetACL{}, false, errors.New("--zk-worker-auth-file is required with --zk-auth-file: the workers get their own identity, with only what a worker does (give the operator's file to both for a single identity)")
+		}
+		return coordinator.FleetACL{}, false, nil // read from the tree
+	}
+	worker, err := coordinator.ReadAuthFile(f.workerFile)
+	if err != nil {
+		return coordinator.FleetACL{}, false, fmt.Errorf("--zk-worker-auth-file %q: %w", f.workerFile, err)
+	}
+	s, err := coordinator.NewFleetACL(auth, worker)
+	return s, err == nil, err
+}
