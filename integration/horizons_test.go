@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -83,8 +82,10 @@ func (e env) holdStandby() *Placeholders {
 	p := &Placeholders{conn: conn}
 	e.t.Cleanup(p.Release)
 	dir := coordinator.StandbyPath(zkRoot)
-	if _, err := conn.Create(dir, nil, 0, ownACL()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		e.must(err, "make "+dir)
+	// init made it; the worker identity may not make it (no create on the
+	// root), as a worker may not.
+	if ok, _, err := conn.Exists(dir); err != nil || !ok {
+		e.t.Fatalf("%s: exists %v (%v); snowflakectl init makes it", dir, ok, err)
 	}
 	name := fmt.Sprintf("dc%02d-s%016x", datacenter, uint64(conn.SessionID()))
 	dc, err := coordinator.ParseStandbyName(name)
@@ -93,7 +94,7 @@ func (e env) holdStandby() *Placeholders {
 		e.t.Fatalf("standby node %s reads as datacenter %d", name, dc)
 	}
 	data, _ := json.Marshal(map[string]any{"addr": "", "host": placeholderHost, "pid": 0, "version": "integration", "since": time.Now().UTC()})
-	_, err = conn.Create(path.Join(dir, name), data, zk.FlagEphemeral, ownACL())
+	_, err = conn.Create(path.Join(dir, name), data, zk.FlagEphemeral, coordinator.ACL(e.st.ids.Worker))
 	e.must(err, "make the suite's standby node")
 	return p
 }

@@ -68,13 +68,6 @@ func (s *Stack) Ctl(ctx context.Context, args ...string) (string, error) {
 	return s.Compose(ctx, append([]string{"run", "--rm", "-T", "--no-deps", "init"}, args...)...)
 }
 
-// ownACL is the ACL of a node the suite makes standing in for a worker:
-// everything to the identity that makes it, read to the world (discovery
-// reads lease nodes without credentials).
-func ownACL() []zk.ACL {
-	return append(zk.AuthACL(zk.PermAll), zk.WorldACL(zk.PermRead)...)
-}
-
 // checkSecured fails unless the stack is secured as it ships: the quorum
 // network internal and the election port on it only, and a session without credentials (anyone who reaches
 // a client port) unable to make a node under the root, leases/, slots/ or

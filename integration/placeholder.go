@@ -46,7 +46,7 @@ func HoldFreeSlots(ctx context.Context, st *Stack) (*Placeholders, error) {
 		if held[s] {
 			continue
 		}
-		if _, err := conn.Create(coordinator.LeasePrefix(zkRoot, s), data, zk.FlagEphemeral|zk.FlagSequence, ownACL()); err != nil {
+		if _, err := conn.Create(coordinator.LeasePrefix(zkRoot, s), data, zk.FlagEphemeral|zk.FlagSequence, coordinator.ACL(st.ids.Worker)); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("hold slot %s: %w", s, err)
 		}
