@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -348,4 +349,14 @@ func makeRoot(t testing.TB, obs *zk.Conn, root string, acl []zk.ACL) {
 	if _, err := createSlotNodes(obs, root, acl, nil, SlotRecord{ReservedUntilMs: now, UpdatedMs: now}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// standbyDir gives root's standby/ (made by init) the ACL acl, making it
+// if it is missing.
+func standbyDir(obs *zk.Conn, root string, acl []zk.ACL) error {
+	_, err := obs.Create(StandbyPath(root), nil, 0, acl)
+	if errors.Is(err, zk.ErrNodeExists) {
+		_, err = obs.SetACL(StandbyPath(root), acl, -1)
+	}
+	return err
 }

@@ -30,7 +30,7 @@ func TestSlowStandbyListingKeepsCeiling(t *testing.T) {
 	w.waitReady(10 * time.Second)
 
 	standby := StandbyPath(cfg.Root) + "/" + standbyName(newGUID(), testSlot.Datacenter, 0x5107)
-	if _, err := obs.Create(StandbyPath(cfg.Root), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if err := standbyDir(obs, cfg.Root, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := obs.Create(standby, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {

@@ -99,7 +99,7 @@ func TestStandbyOfOtherDatacenterIgnored(t *testing.T) {
 	cfg := pinned(standbyConfig(zs.Addr()), testSlot) // dc03
 	a := startWorker(t, "A", cfg, newRecorder())
 	a.waitReady(10 * time.Second)
-	if _, err := obs.Create(StandbyPath(cfg.Root), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if err := standbyDir(obs, cfg.Root, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := obs.Create(StandbyPath(cfg.Root)+"/"+standbyName(newGUID(), 5, 0x1234), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
@@ -156,7 +156,7 @@ func TestStandbyNodeRefused(t *testing.T) {
 	cfg := pinned(standbyConfig(zs.Addr()), testSlot)
 	a := startWorker(t, "A", cfg, newRecorder())
 	a.waitReady(10 * time.Second)
-	if _, err := obs.Create(StandbyPath(cfg.Root), nil, 0, zk.WorldACL(zk.PermRead)); err != nil {
+	if err := standbyDir(obs, cfg.Root, zk.WorldACL(zk.PermRead)); err != nil {
 		t.Fatal(err)
 	}
 	var buf lockedBuffer
@@ -186,7 +186,7 @@ func TestStandbyNodeOfOurSessionDeleted(t *testing.T) {
 	cfg := pinned(standbyConfig(zs.Addr()), testSlot)
 	a := startWorker(t, "A", cfg, newRecorder())
 	a.waitReady(10 * time.Second)
-	if _, err := obs.Create(StandbyPath(cfg.Root), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+	if err := standbyDir(obs, cfg.Root, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	conn := a.c.conn.Load()
@@ -215,7 +215,7 @@ func TestStandbyNodeDeleteFailedThenDeleted(t *testing.T) {
 	rec := newRecorder()
 	a := startWorker(t, "A", cfg, rec)
 	a.waitReady(10 * time.Second)
-	if _, err := obs.Create(StandbyPath(cfg.Root), nil, 0, zk.WorldACL(zk.PermRead|zk.PermCreate|zk.PermAdmin)); err != nil {
+	if err := standbyDir(obs, cfg.Root, zk.WorldACL(zk.PermRead|zk.PermCreate|zk.PermAdmin)); err != nil {
 		t.Fatal(err)
 	}
 	b := startWorker(t, "B", cfg, rec)

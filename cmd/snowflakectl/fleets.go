@@ -23,6 +23,10 @@ type fleetRow struct {
 	Datacenters string `json:"datacenters"`
 	Slots       int    `json:"slots"`
 	Error       string `json:"error,omitempty"`
+	// Untrusted says why the root's ACL is not one a fleet's operator made
+	// (the world may write it, or no digest identity administers it): such
+	// a root is listed but not counted in overlaps, unless --zk-insecure.
+	Untrusted string `json:"untrusted,omitempty"`
 }
 
 // fleetsReport is the --json output.
@@ -49,14 +53,19 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 			"when two of them own a datacenter in common, in one ensemble or across\n"+
 			"ensembles, or when an ensemble could not be scanned whole; otherwise 3 when\n"+
 			"ZooKeeper refused it a subtree (a fleet in it went unseen) that --zk-scan-skip\n"+
-			"does not name. Run it with every region's ensemble before opening a region.")
+			"does not name. Run it with every region's ensemble before opening a region.\n"+
+			"A root whose ACL lets the world write, or names no operator identity with\n"+
+			"admin, could be anyone's decoy: it is listed as untrusted and not counted,\n"+
+			"unless --zk-insecure (fleets made without credentials).")
 	var za zkFlags // --zk-auth and --zk-auth-file only: the ensembles are arguments
 	fs.StringVar(&za.auth, "zk-auth", "", "ZooKeeper digest auth `user:password` (env SNOWFLAKE_ZK_AUTH); fleet roots are world-readable, so rarely needed")
 	fs.StringVar(&za.authFile, "zk-auth-file", "", "`file` holding the ZooKeeper digest credentials, one line user:password, not accessible to others (env SNOWFLAKE_ZK_AUTH_FILE)")
 	var zt zkTLSFlags
 	zt.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object {fleets, overlaps, failed}")
-	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read per ensemble")
+	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read per ensemble (0: no count; --timeout bounds the scan)")
+	var ids identityFlags
+	ids.registerInsecure(fs, "count roots made without credentials too, whatever their ACL (fleets run with --zk-insecure; env SNOWFLAKE_ZK_INSECURE)")
 	var skip scanSkipFlag
 	skip.register(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching and scanning each ensemble")
@@ -73,8 +82,8 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	if err := zt.check(); err != nil {
 		return usageError(stderr, "fleets", "%v", err)
 	}
-	if *scanLimit < 1 || *timeout <= 0 {
-		return usageError(stderr, "fleets", "--scan-limit %d and --timeout %v must be positive", *scanLimit, *timeout)
+	if *scanLimit < 0 || *timeout <= 0 {
+		return usageError(stderr, "fleets", "--scan-limit %d must not be negative and --timeout %v must be positive", *scanLimit, *timeout)
 	}
 	if err := skip.check(); err != nil {
 		return usageError(stderr, "fleets", "%v", err)
@@ -114,6 +123,12 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 				row.Error = f.Err.Error()
 				f.Owned = coordinator.AllDatacenters // unverifiable: counts as owning all
 			}
+			if f.Untrusted != "" && !ids.insecure {
+				row.Untrusted = f.Untrusted
+				rep.Fleets = append(rep.Fleets, row)
+				fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s has a fleet layout marker but %s: not counted (--zk-insecure counts it)\n", name, f.Root, f.Untrusted)
+				continue
+			}
 			rep.Fleets = append(rep.Fleets, row)
 			f.Root = name + f.Root
 			all = append(all, f)
@@ -141,6 +156,9 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 			dcs := r.Datacenters
 			if r.Error != "" {
 				dcs = "(unreadable: " + r.Error + ")"
+			}
+			if r.Untrusted != "" {
+				dcs += " (untrusted, not counted)"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Ensemble, r.Root, r.Layout, dcs, r.Slots)
 		}

@@ -18,13 +18,21 @@ type identityFlags struct {
 	insecure   bool
 }
 
+// register binds --zk-worker-auth-file, and --zk-insecure when
+// withInsecure.
 func (f *identityFlags) register(fs *flag.FlagSet, withInsecure bool) {
 	fs.StringVar(&f.workerFile, "zk-worker-auth-file", os.Getenv("SNOWFLAKE_ZK_WORKER_AUTH_FILE"),
 		"`file` holding the workers' ZooKeeper digest credentials, one line user:password, not accessible to others (env SNOWFLAKE_ZK_WORKER_AUTH_FILE): they get create/delete in leases/ and standby/ and read/write on the slot nodes, nothing more")
 	if withInsecure {
-		fs.BoolVar(&f.insecure, "zk-insecure", os.Getenv("SNOWFLAKE_ZK_INSECURE") != "" && os.Getenv("SNOWFLAKE_ZK_INSECURE") != "false",
-			"make the tree without credentials, world-writable: anyone reaching ZooKeeper can then cause duplicate IDs (env SNOWFLAKE_ZK_INSECURE; without it, no credentials is refused)")
+		f.registerInsecure(fs, "make the tree without credentials, world-writable: anyone reaching ZooKeeper can then cause duplicate IDs (env SNOWFLAKE_ZK_INSECURE; without it, no credentials is refused)")
 	}
+}
+
+// registerInsecure binds --zk-insecure (env SNOWFLAKE_ZK_INSECURE: any
+// value but "" and false).
+func (f *identityFlags) registerInsecure(fs *flag.FlagSet, usage string) {
+	env := os.Getenv("SNOWFLAKE_ZK_INSECURE")
+	fs.BoolVar(&f.insecure, "zk-insecure", env != "" && env != "false" && env != "0", usage)
 }
 
 // errNoCredentials: init without credentials and without --zk-insecure.

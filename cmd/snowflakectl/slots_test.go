@@ -235,9 +235,7 @@ func TestSlotsShowsStandbys(t *testing.T) {
 	if rep := slotsJSON(t, append(zkFlag, "--json")); len(rep.Standbys) != 0 {
 		t.Fatalf("standbys %+v before any", rep.Standbys)
 	}
-	if _, err := conn.Create(coordinator.StandbyPath(root), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	// init made standby/.
 	data := []byte(`{"addr":"10.0.0.9:7609","host":"sb1","pid":42,"version":"test","since":"2026-12-03T10:00:00Z"}`)
 	if _, err := conn.Create(coordinator.StandbyPath(root)+"/_c_0123456789abcdef0123456789abcdef-dc05-s00000000000000ab", data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)

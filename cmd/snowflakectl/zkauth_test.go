@@ -32,8 +32,12 @@ func TestZKAuthFile(t *testing.T) {
 	if err := os.WriteFile(file, []byte("fleet:s3cret-zk-pass\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	wfile := filepath.Join(dir, "zk-worker-auth")
+	if err := os.WriteFile(wfile, []byte("worker:s3cret-worker-pass\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var out, errb bytes.Buffer
-	if rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", "/authed", "--zk-auth-file", file, "--new-fleet"}, &out, &errb); rc != exitOK {
+	if rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", "/authed", "--zk-auth-file", file, "--zk-worker-auth-file", wfile, "--new-fleet"}, &out, &errb); rc != exitOK {
 		t.Fatalf("init --zk-auth-file: rc %d, %s", rc, errb.String())
 	}
 	conn, err := coordinator.Dial([]string{zs.Addr()}, "", 5*time.Second, nil)
@@ -57,7 +61,7 @@ func TestZKAuthFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	errb.Reset()
-	rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", "/authed", "--zk-auth-file", file}, &out, &errb)
+	rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", "/authed", "--zk-auth-file", file, "--zk-worker-auth-file", wfile}, &out, &errb)
 	if rc != exitUsage || !strings.Contains(errb.String(), "--zk-auth-file") || strings.Contains(errb.String(), "s3cret") {
 		t.Fatalf("init with a world-readable credentials file: rc %d, %q; want exit 2 naming --zk-auth-file, without the secret", rc, errb.String())
 	}

@@ -69,6 +69,7 @@ func TestFlagsBindConfigFields(t *testing.T) {
 // while a standby waits: a flag error (exit 2, one line) naming both flags,
 // whichever of the two was lowered; the defaults pass.
 func TestFlagsClockLeadAboveStandbyHorizon(t *testing.T) {
+	t.Setenv("SNOWFLAKE_ZK_INSECURE", "true") // not about credentials
 	for _, args := range [][]string{
 		{"--max-clock-lead", "8s"},
 		{"--standby-horizon", "3s"},

@@ -1,0 +1,300 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+const (
+	testOperator = "ops:operator-s3cret"
+	testWorker   = "worker:worker-s3cret"
+)
+
+// secureScheme is the two-identity scheme of the tests.
+func secureScheme(t testing.TB) FleetACL {
+	t.Helper()
+	s, err := NewFleetACL(testOperator, testWorker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// dialAs is a session with credentials auth ("" for the world).
+func dialAs(t testing.TB, addr, auth string) *zk.Conn {
+	t.Helper()
+	conn, err := Dial([]string{addr}, auth, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	return conn
+}
+
+// initSecure makes root as snowflakectl init with both identities does.
+func initSecure(t testing.TB, addr, root string) {
+	t.Helper()
+	ic := DefaultInitConfig()
+	ic.Root, ic.ACL, ic.NewFleet = root, secureScheme(t), true
+	ic.MaxHorizon, ic.MaxSkew = DefaultMaxHorizon, 24*time.Hour
+	if _, err := InitRoot(context.Background(), dialAs(t, addr, testOperator), ic); err != nil {
+		t.Fatalf("init %s: %v", root, err)
+	}
+}
+
+// secureConfig is a worker with the workers' identity (not insecure).
+func secureConfig(addr, root string) Config {
+	cfg := testConfig(addr)
+	cfg.Root, cfg.Auth, cfg.Insecure = root, testWorker, false
+	return cfg
+}
+
+// Least privilege (#24 item 3): with the operator's and the workers'
+// identities, the world may only read; the workers' identity writes slot
+// nodes and makes and deletes its own lease nodes, and nothing more; the
+// operator owns the rest.
+func TestLeastPrivilegeACLs(t *testing.T) {
+	zs := startZK(t)
+	root := "/lp"
+	initSecure(t, zs.Addr(), root)
+	w := startWorker(t, "w", secureConfig(zs.Addr(), root), newRecorder())
+	w.waitReady(15 * time.Second)
+	st := w.c.Status()
+	world, wk, op := dialAs(t, zs.Addr(), ""), dialAs(t, zs.Addr(), testWorker), dialAs(t, zs.Addr(), testOperator)
+	sl := SlotPath(root, mustSlot(t, st.Slot))
+	lease := LeasesPath(root) + "/" + st.LeaseNode
+
+	refused := func(who, what string, err error) {
+		t.Helper()
+		if !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s %s: %v, want ErrNoAuth", who, what, err)
+		}
+	}
+	// The world: reads everything, writes nothing.
+	if _, err := ReadSlotMap(world, root); err != nil {
+		t.Errorf("the world cannot read the slot map: %v", err)
+	}
+	_, err := world.Set(sl, []byte(`{"reserved_until_ms":1}`), -1)
+	refused("world", "set of a slot node", err)
+	refused("world", "delete of a lease node", world.Delete(lease, -1))
+	_, err = world.Create(LeasesPath(root)+"/dc00-m00-0000000001", []byte(`{"addr":"rogue:6379"}`), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	refused("world", "create of a fake lease node", err)
+	_, err = world.Create(StandbyPath(root)+"/x", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	refused("world", "create in standby/", err)
+	_, err = world.Set(lease, []byte(`{"addr":"rogue:6379"}`), -1)
+	refused("world", "set of a lease node", err)
+
+	// The workers' identity: what a worker does, nothing more.
+	refused("worker", "delete of slots/", wk.Delete(SlotsPath(root), -1))
+	refused("worker", "delete of a slot node", wk.Delete(sl, -1))
+	_, err = wk.Create(SlotsPath(root)+"/dc31-m99", []byte(`{}`), 0, zk.WorldACL(zk.PermAll))
+	refused("worker", "create of a slot node", err)
+	_, err = wk.Set(root, []byte(`{}`), -1)
+	refused("worker", "set of the root", err)
+	_, err = wk.SetACL(sl, zk.WorldACL(zk.PermAll), -1)
+	refused("worker", "set ACL of a slot node", err)
+	_, err = wk.Create(root+"/extra", nil, 0, zk.WorldACL(zk.PermAll))
+	refused("worker", "create under the root", err)
+	p, err := wk.Create(LeasesPath(root)+"/probe-", nil, zk.FlagEphemeral|zk.FlagSequence, ACL(testWorker))
+	if err != nil {
+		t.Errorf("worker create in leases/: %v", err)
+	} else if err := wk.Delete(p, -1); err != nil {
+		t.Errorf("worker delete of its node in leases/: %v", err)
+	}
+
+	// Each node's ACL is the scheme's.
+	scheme := secureScheme(t)
+	for _, c := range []struct {
+		path string
+		want []zk.ACL
+	}{{root, scheme.Root()}, {LeasesPath(root), scheme.Parent()}, {SlotsPath(root), scheme.Root()},
+		{StandbyPath(root), scheme.Parent()}, {sl, scheme.Slot()}, {lease, ACL(testWorker)}} {
+		have, _, err := op.GetACL(c.path)
+		if err != nil || !sameACL(have, c.want) {
+			t.Errorf("ACL of %s: %s (%v), want %s", c.path, FormatACL(have), err, FormatACL(c.want))
+		}
+	}
+	// The operator owns the tree.
+	if _, err := op.SetACL(sl, scheme.Slot(), -1); err != nil {
+		t.Errorf("operator set ACL of a slot node: %v", err)
+	}
+}
+
+func mustSlot(t testing.TB, s string) snowflake.Slot {
+	t.Helper()
+	sl, err := snowflake.ParseSlot(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sl
+}
+
+// Trust is checked (#24 item 4): a worker with credentials refuses a tree
+// the world may write (made without credentials), naming snowflakectl
+// secure; SecureTree puts it right, says what it changed, changes nothing
+// the second time, and the worker then serves.
+func TestWorkerRefusesWorldWritableTree(t *testing.T) {
+	zs := startZK(t)
+	root := "/open"
+	insecure := testConfig(zs.Addr())
+	insecure.Root = root
+	initFleet(t, insecure) // world cdrwa, as --zk-insecure makes it
+	cfg := secureConfig(zs.Addr(), root)
+	err, c := runUntilErr(t, cfg)
+	if !errors.Is(err, ErrUntrustedTree) || !strings.Contains(err.Error(), "snowflakectl secure") ||
+		!strings.Contains(err.Error(), "the world may write it") || c.Status().Claims != 0 {
+		t.Fatalf("worker with credentials on a world-writable tree: %v (claims %d); want ErrUntrustedTree naming snowflakectl secure, nothing claimed",
+			err, c.Status().Claims)
+	}
+
+	op := dialAs(t, zs.Addr(), testOperator)
+	res, err := SecureTree(context.Background(), op, root, secureScheme(t))
+	if err != nil || len(res.Changed) < 4+1024 {
+		t.Fatalf("secure: %d changed, made %v, %v; want the root, leases/, slots/, standby/ and 1,024 slot nodes", len(res.Changed), res.Made, err)
+	}
+	again, err := SecureTree(context.Background(), op, root, secureScheme(t))
+	if err != nil || len(again.Changed) != 0 || len(again.Made) != 0 || again.Checked < 4+1024 {
+		t.Fatalf("secure again: %+v, %v; want nothing changed", again, err)
+	}
+	w := startWorker(t, "w", cfg, newRecorder())
+	w.waitReady(15 * time.Second)
+	world := dialAs(t, zs.Addr(), "")
+	if _, err := world.Set(SlotPath(root, mustSlot(t, w.c.Status().Slot)), []byte(`{}`), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("world set of a slot node after secure: %v, want ErrNoAuth", err)
+	}
+
+	// An identity the tree does not grant what a worker needs is refused too.
+	stranger := cfg
+	stranger.Auth = "stranger:pw"
+	if err, _ := runUntilErr(t, stranger); !errors.Is(err, ErrUntrustedTree) || !strings.Contains(err.Error(), "lacks") {
+		t.Fatalf("worker whose identity the tree does not grant: %v; want ErrUntrustedTree saying what it lacks", err)
+	}
+}
+
+// init never adopts a node it did not make with the fleet's ACL (#24 item
+// 4): an empty root an attacker made first, world-writable or with their
+// own identity, is refused, and nothing is written into it.
+func TestInitRefusesForeignRoot(t *testing.T) {
+	zs := startZK(t)
+	world := dialAs(t, zs.Addr(), "")
+	attacker := dialAs(t, zs.Addr(), "mallory:pw")
+	if _, err := world.Create("/squat", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := attacker.Create("/owned", nil, 0, ACL("mallory:pw")); err != nil {
+		t.Fatal(err)
+	}
+	op := dialAs(t, zs.Addr(), testOperator)
+	for _, root := range []string{"/squat", "/owned"} {
+		ic := DefaultInitConfig()
+		ic.Root, ic.ACL, ic.NewFleet = root, secureScheme(t), true
+		_, err := InitRoot(context.Background(), op, ic)
+		if !errors.Is(err, ErrForeignNode) || !strings.Contains(err.Error(), root) {
+			t.Errorf("init over %s made by another: %v; want ErrForeignNode naming it", root, err)
+		}
+		if data, st, _ := op.Get(root); len(data) != 0 || st.NumChildren != 0 {
+			t.Errorf("init wrote into %s: %q, %d children", root, data, st.NumChildren)
+		}
+	}
+	// An empty root with the fleet's own ACL (made to set it first) is the
+	// operator's: adopted.
+	if _, err := op.Create("/mine", nil, 0, secureScheme(t).Root()); err != nil {
+		t.Fatal(err)
+	}
+	ic := DefaultInitConfig()
+	ic.Root, ic.ACL, ic.NewFleet = "/mine", secureScheme(t), true
+	if res, err := InitRoot(context.Background(), op, ic); err != nil || !res.Made {
+		t.Fatalf("init over an empty root with the fleet's ACL: %+v, %v; want made", res, err)
+	}
+}
+
+// The fleet scan (#24 item 5): decoy roots anyone could have made (world
+// ACL, a layout marker, overlapping ranges or none that read) and 10,001
+// junk znodes do not stop a worker with credentials from starting; the
+// decoys are reported, not counted.
+func TestDecoysAndJunkDoNotStopStart(t *testing.T) {
+	zs := startZK(t)
+	root := "/real"
+	initSecure(t, zs.Addr(), root)
+	world := dialAs(t, zs.Addr(), "")
+	all := rootInfo(LayoutV3, time.Now())
+	all.Datacenters = "0-31"
+	broken := rootInfo(LayoutV3, time.Now())
+	broken.Datacenters = "nonsense"
+	for p, data := range map[string][]byte{"/decoy": encodeRoot(all), "/deep": nil, "/deep/in/side": nil, "/deep/in/side/decoy": encodeRoot(broken)} {
+		if err := mkdirs(world, p, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := world.Create("/junk", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	const junk = 10_001
+	for i := 0; i < junk; i += 500 {
+		var ops []any
+		for j := i; j < min(i+500, junk); j++ {
+			ops = append(ops, &zk.CreateRequest{Path: fmt.Sprintf("/junk/n%05d", j), Acl: zk.WorldACL(zk.PermAll)})
+		}
+		if _, err := world.Multi(ops...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scan, err := ScanFleets(world, 0)
+	if err != nil || scan.Nodes <= junk {
+		t.Fatalf("scan: %d nodes, %v; want all of them read", scan.Nodes, err)
+	}
+	trusted := scan.OnlyTrusted()
+	if len(trusted.Fleets) != 1 || trusted.Fleets[0].Root != root || len(trusted.Ignored) != 2 {
+		t.Fatalf("trusted roots %+v, ignored %+v; want %s alone, the two decoys ignored", trusted.Fleets, trusted.Ignored, root)
+	}
+	reg := prometheus.NewRegistry()
+	w := startWorkerWith(t, "w", secureConfig(zs.Addr(), root), newRecorder(), reg)
+	w.waitReady(60 * time.Second)
+	if v := gaugeValue(t, reg, "snowflake_coordinator_zk_insecure"); v != 0 {
+		t.Errorf("snowflake_coordinator_zk_insecure %v with credentials, want 0", v)
+	}
+}
+
+// mkdirs creates p (and its missing parents, empty), world-writable.
+func mkdirs(conn *zk.Conn, p string, data []byte) error {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	for i := 1; i <= len(parts); i++ {
+		q := "/" + strings.Join(parts[:i], "/")
+		var d []byte
+		if i == len(parts) {
+			d = data
+		}
+		if _, err := conn.Create(q, d, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return err
+		}
+		if i == len(parts) && d != nil {
+			if _, err := conn.Set(q, d, -1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Without credentials a coordinator runs only when told it is insecure
+// (#24 item 2), and then exports it.
+func TestInsecureGauge(t *testing.T) {
+	if _, err := New(DefaultConfig(), nil, nil); err == nil || !strings.Contains(err.Error(), "Insecure") {
+		t.Fatalf("New without credentials nor Insecure: %v; want refused naming Insecure", err)
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := New(insecureDefault(), nil, reg); err != nil {
+		t.Fatal(err)
+	}
+	if v := gaugeValue(t, reg, "snowflake_coordinator_zk_insecure"); v != 1 {
+		t.Fatalf("snowflake_coordinator_zk_insecure %v without credentials, want 1", v)
+	}
+}
