@@ -180,20 +180,25 @@ func securityProblems(m manifests) []string {
 			continue
 		}
 		vols[v.Name] = v.Secret
-		mode := int32(0o644) // the API's default
+		def := int32(0o644) // the API's default
 		if v.Secret.DefaultMode != nil {
-			mode = *v.Secret.DefaultMode
+			def = *v.Secret.DefaultMode
 		}
+		// The files are root's, group fsGroup: the process reads them
+		// through the group bit, others must have none.
+		sc := spec.SecurityContext
+		ownGroup := sc != nil && sc.FSGroup != nil && sc.RunAsGroup != nil && *sc.FSGroup == *sc.RunAsGroup
 		for _, it := range v.Secret.Items {
+			mode := def
 			if it.Mode != nil {
-				mode |= *it.Mode
+				mode = *it.Mode
 			}
-		}
-		if mode&0o007 != 0 {
-			add("volume %s: mode %#o lets others read the secret (the daemon refuses such a file)", v.Name, mode)
-		}
-		if sc := spec.SecurityContext; mode&0o400 == 0 || sc == nil || sc.FSGroup == nil || sc.RunAsGroup == nil || *sc.FSGroup != *sc.RunAsGroup {
-			add("volume %s: mode %#o with fsGroup not the process's group: the process cannot read it", v.Name, mode)
+			if mode&0o007 != 0 {
+				add("volume %s key %s: mode %#o lets others read the secret (the daemon refuses such a file)", v.Name, it.Key, mode)
+			}
+			if mode&0o040 == 0 || !ownGroup {
+				add("volume %s key %s: mode %#o, fsGroup the process's group %v: the process cannot read it", v.Name, it.Key, mode, ownGroup)
+			}
 		}
 	}
 	// keyOf is the Secret key a file path in a container reads, or "".
