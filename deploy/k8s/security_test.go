@@ -71,6 +71,9 @@ func TestSecurityChecksCatchGaps(t *testing.T) {
 			mode := int32(0o444)
 			m.deployments[0].Spec.Template.Spec.Volumes[0].Secret.DefaultMode = &mode
 		}},
+		{"files the process cannot read (no fsGroup)", func(m *manifests) {
+			m.deployments[0].Spec.Template.Spec.SecurityContext.FSGroup = nil
+		}},
 		{"no policies", func(m *manifests) { m.policies = nil }},
 		{"ZooKeeper's client port open to all", func(m *manifests) { m.policies[0].Spec.Ingress[0].From = nil }},
 		{"quorum ports open to the workers", func(m *manifests) {
