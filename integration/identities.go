@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
 )
@@ -54,11 +52,7 @@ func (s *Stack) DialZKAs(ctx context.Context, auth string) (*zk.Conn, error) {
 	if auth == "" {
 		return nil, fmt.Errorf("no ZooKeeper identity read yet (Stack.Secrets)")
 	}
-	servers, err := s.ZKServers(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return coordinator.Dial(servers, auth, 10*time.Second, hclog.NewNullLogger())
+	return s.dial(ctx, auth)
 }
 
 // Ctl runs snowflakectl as the operator: in a container of the init
@@ -69,9 +63,10 @@ func (s *Stack) Ctl(ctx context.Context, args ...string) (string, error) {
 }
 
 // checkSecured fails unless the stack is secured as it ships: the quorum
-// network internal and the election port on it only, and a session without credentials (anyone who reaches
-// a client port) unable to make a node under the root, leases/, slots/ or
-// standby/, or to write a slot node.
+// network internal and the election port on it only, and a session
+// without credentials (anyone who reaches a client port) unable to make a
+// node under the root, leases/, slots/ or standby/, or to write a slot
+// node.
 func checkSecured(ctx context.Context, st *Stack) error {
 	internal, err := docker(ctx, "network", "inspect", "-f", "{{.Internal}}", st.Network("quorum"))
 	if err != nil {

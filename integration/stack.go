@@ -268,12 +268,16 @@ func (s *Stack) WaitZK(ctx context.Context, limit time.Duration) error {
 
 // DialZK opens a session on the published ports of the running servers,
 // without credentials: it reads what the world reads.
-func (s *Stack) DialZK(ctx context.Context) (*zk.Conn, error) {
+func (s *Stack) DialZK(ctx context.Context) (*zk.Conn, error) { return s.dial(ctx, "") }
+
+// dial opens a session on the published ports of the running servers, with
+// the credentials given ("" for none).
+func (s *Stack) dial(ctx context.Context, auth string) (*zk.Conn, error) {
 	servers, err := s.ZKServers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return coordinator.Dial(servers, "", 10*time.Second, hclog.NewNullLogger())
+	return coordinator.Dial(servers, auth, 10*time.Second, hclog.NewNullLogger())
 }
 
 // CopyTo writes content into a file of a container (running or stopped):
