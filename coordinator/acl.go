@@ -114,11 +114,11 @@ func (a FleetACL) For(root, p string) []zk.ACL {
 // nodes): with auth, its digest identity may do everything and the world
 // only read; without auth, the world may do everything.
 func ACL(auth string) []zk.ACL {
-	user, password, err := parseAuth(auth)
-	if err != nil || user == "" {
+	id, err := digestID(auth)
+	if auth == "" || err != nil {
 		return zk.WorldACL(zk.PermAll)
 	}
-	return append(zk.DigestACL(zk.PermAll, user, password), zk.WorldACL(zk.PermRead)...)
+	return ACLForID(id.ID)
 }
 
 // worldWrites reports whether acl lets a client without credentials do more

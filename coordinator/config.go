@@ -15,9 +15,12 @@ type Config struct {
 	// Root is the fleet's root znode; several fleets can share an ensemble
 	// under different roots when their datacenter ranges are disjoint.
 	Root string
-	// Auth is "user:password" for ZooKeeper digest auth, or "" for none. With
-	// auth, every node the fleet creates is writable by that identity only
-	// and readable by the world.
+	// Auth is the workers' ZooKeeper digest identity, "user:password", or
+	// "" for none (then Insecure is required). With it, the worker's own
+	// nodes (lease, standby) are writable by that identity only and
+	// readable by the world, and the tree must grant it what a worker
+	// needs and the world nothing but read (FleetACL): checked at every
+	// session's start (ErrUntrustedTree).
 	Auth string
 	// Insecure lets the coordinator run without Auth. Its nodes are then
 	// world-writable, so any ZooKeeper client can cause duplicate IDs, and

@@ -11,7 +11,8 @@
 //	  _c_<guid>-dc07-m13-0000000042   JSON {addr, http, host, pid, version, since}
 //	/snowflake/slots/       all 1,024 persistent slot nodes, made with the root:
 //	  dc07-m13              JSON {reserved_until_ms, last_ms, holder, updated_ms}
-//	/snowflake/standby/     one ephemeral (protected) node per waiting standby:
+//	/snowflake/standby/     made with the root; one ephemeral (protected) node
+//	                        per waiting standby:
 //	  _c_<guid>-dc07-s<session>  JSON {addr, http, host, pid, version, since}
 //
 // Only snowflakectl init (InitRoot) makes a root, reserving its slot nodes
@@ -20,6 +21,10 @@
 // damage: workers refuse it and never re-create it; snowflakectl repair
 // does, with RepairSlots. After a restore from a backup, snowflakectl
 // recover (RecoverRoot) raises every slot past what was issued since.
+// With credentials the operator owns the tree, the workers may create and
+// delete in leases/ and standby/ and write the slot nodes, the world reads
+// (FleetACL); a worker refuses a tree the world may write (trust.go), and
+// snowflakectl secure (SecureTree) puts one right.
 //
 // A Coordinator is an actor for an oklog/run group: Run claims a slot, serves
 // it through Generator, renews the reservation with a fenced Multi, and on
@@ -29,7 +34,8 @@
 // The files read in protocol order, each calling forward into the next:
 // coordinator.go (the Coordinator, and Run, which drives the rest, a new
 // session after a refused one), root.go (the root read and checked: made by
-// init only, its bound, damage reported), claim.go (the lease type; list
+// init only, its bound, damage reported), trust.go (the tree's ACLs
+// checked at start and at each claim: ErrUntrustedTree), claim.go (the lease type; list
 // leases/, create our node, the lowest sequence wins, wait past the stored
 // reservation R, the first fenced write), hold.go (the generator is made and
 // IDs are served; the renew loop, shortened while a standby waits; a lost
@@ -42,9 +48,10 @@
 // ensemble seen gone back in time: a lease numbered below one seen, a
 // session refused for its zxid), slotmap.go (the read-only slot map for
 // operators and clients), layout.go (paths, names and the JSON of each
-// node). The operator's side: init.go (InitRoot), slotnodes.go (the slot
+// node). The operator's side: acl.go (FleetACL, the operator/worker/world
+// ACL scheme), init.go (InitRoot), slotnodes.go (the slot
 // nodes made in batched Multis, and RepairSlots), recover.go
-// (RecoverRoot), fleets.go and dcset.go (other fleets' roots, datacenter
+// (RecoverRoot), secure.go (SecureTree), fleets.go and dcset.go (other fleets' roots, datacenter
 // ranges), authfile.go (the credentials file). Beside them: readiness.go
 // (the one verdict on whether IDs may be issued now, which the worker's
 // refusals, /readyz, /status and INFO format), clocklead.go (the logical

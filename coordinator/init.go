@@ -232,6 +232,10 @@ func fillRoot(conn *zk.Conn, cfg InitConfig, info RootInfo, st *zk.Stat, res *In
 	if err := checkOwnACLs(conn, cfg.ACL, root, LeasesPath(root), SlotsPath(root), StandbyPath(root)); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
+	// A root an older init left filling has no standby/.
+	if _, err := conn.Create(StandbyPath(root), nil, 0, cfg.ACL.Parent()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("init: create %s: %w", StandbyPath(root), err)
+	}
 	if _, err := createSlotNodes(conn, root, cfg.ACL.Slot(), nil, SlotRecord{ReservedUntilMs: reserve, UpdatedMs: now}); err != nil {
 		return fmt.Errorf("init: make the slot nodes of root %s: %w", root, err)
 	}

@@ -145,8 +145,9 @@ func ACLForID(id string) []zk.ACL {
 // sees it, for repair and recover, which are given the operator's
 // credentials only: the workers' identity is the digest entry of leases/
 // that may create and delete but not administer (the operator's own when
-// there is none: a single-identity fleet). Without operator credentials it
-// is the insecure scheme.
+// there is none: a single-identity fleet). Without operator credentials,
+// or for a tree the world may write (made with --zk-insecure), it is the
+// insecure scheme: nodes made match the tree, which secure changes whole.
 func FleetACLFromTree(conn *zk.Conn, root, operatorAuth string) (FleetACL, error) {
 	if operatorAuth == "" {
 		return FleetACL{}, nil
@@ -162,6 +163,9 @@ func FleetACLFromTree(conn *zk.Conn, root, operatorAuth string) (FleetACL, error
 	}
 	if err != nil {
 		return FleetACL{}, fmt.Errorf("read the ACL of %s: %w", LeasesPath(root), err)
+	}
+	if worldWrites(acl) {
+		return FleetACL{}, nil // a tree made without credentials: keep it so (secure changes it)
 	}
 	for _, e := range acl {
 		if e.Scheme == "digest" && e.ID != op.ID && e.Perms&zk.PermAdmin == 0 && e.Perms&zk.PermCreate != 0 {

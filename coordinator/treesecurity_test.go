@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -291,10 +292,55 @@ func TestInsecureGauge(t *testing.T) {
 		t.Fatalf("New without credentials nor Insecure: %v; want refused naming Insecure", err)
 	}
 	reg := prometheus.NewRegistry()
-	if _, err := New(insecureDefault(), nil, reg); err != nil {
+	var buf lockedBuffer
+	if _, err := New(insecureDefault(), hclog.New(&hclog.LoggerOptions{Output: &buf}), reg); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "[WARN]  running without ZooKeeper credentials (insecure)") {
+		t.Errorf("New with Insecure logged %q; want a warning", buf.String())
 	}
 	if v := gaugeValue(t, reg, "snowflake_coordinator_zk_insecure"); v != 1 {
 		t.Fatalf("snowflake_coordinator_zk_insecure %v without credentials, want 1", v)
 	}
+}
+
+// An ACL loosened while workers run (#24 item 4): the holder keeps serving
+// (ZooKeeper has no watch on ACLs), but the slot node's ACL is read again
+// before a claim's first write, so a standby that started on a trusted
+// tree does not take the slot once the world may write it: it avoids it,
+// and with nothing else to claim Run stops naming snowflakectl secure.
+func TestClaimRefusesSlotLoosenedWhileRunning(t *testing.T) {
+	zs := startZK(t)
+	root := "/loosened"
+	initSecure(t, zs.Addr(), root)
+	cfg := pinned(secureConfig(zs.Addr(), root), testSlot)
+	rec := newRecorder()
+	a := startWorker(t, "A", cfg, rec)
+	a.waitReady(15 * time.Second)
+	b := startWorker(t, "B", cfg, rec)
+	waitFor(t, 15*time.Second, "B standing by", func() bool { return b.c.Status().State == StateStandby })
+
+	op := dialAs(t, zs.Addr(), testOperator)
+	loose := append(secureScheme(t).Slot(), zk.ACL{Perms: zk.PermWrite, Scheme: "world", ID: "anyone"})
+	if _, err := op.SetACL(SlotPath(root, testSlot), loose, -1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * cfg.Renew)
+	if !a.c.Ready() {
+		t.Fatal("the holder stopped serving when its slot's ACL was loosened")
+	}
+	a.Stop()
+	select {
+	case err := <-b.done:
+		if !errors.Is(err, ErrSlotsRefused) || !errors.Is(err, ErrUntrustedTree) || !strings.Contains(err.Error(), "snowflakectl secure") {
+			t.Fatalf("B's Run: %v; want ErrSlotsRefused wrapping ErrUntrustedTree, naming snowflakectl secure", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("B still running 20s after the loosened slot freed (state %s, claims %d)", b.c.getState(), b.c.Status().Claims)
+	}
+	b.stopOnce.Do(func() {})
+	if b.c.Status().Claims != 0 {
+		t.Fatal("B claimed a slot the world may write")
+	}
+	rec.checkDisjoint(t)
 }

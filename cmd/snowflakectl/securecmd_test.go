@@ -139,3 +139,36 @@ func TestSecureCommand(t *testing.T) {
 		t.Fatalf("the workers' identity cannot write the slot node repair made: %v", err)
 	}
 }
+
+// snowflakectl fleets lists a root whose ACL no operator made (a decoy the
+// world could write) as untrusted and does not count it (#24 item 5):
+// exit 0 beside a real fleet it overlaps; --zk-insecure counts it again.
+func TestFleetsIgnoresUntrustedRoots(t *testing.T) {
+	t.Setenv("SNOWFLAKE_ZK_INSECURE", "")
+	zs := zktest.Start(t)
+	op, wk := credFile(t, "op", "ops:op-pass"), credFile(t, "wk", "worker:wk-pass")
+	var out, errb bytes.Buffer
+	if rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", "/real", "--datacenters", "0-3", "--new-fleet",
+		"--zk-auth-file", op, "--zk-worker-auth-file", wk}, &out, &errb); rc != exitOK {
+		t.Fatalf("init: rc %d, %s", rc, errb.String())
+	}
+	world, err := coordinator.Dial([]string{zs.Addr()}, "", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer world.Close()
+	decoy := `{"layout":"snowfleet/slots/v3","epoch_ms":1288834974657,"bits":"41/5/5/12","datacenters":"0-31"}`
+	if _, err := world.Create("/decoy", []byte(decoy), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errb.Reset()
+	if rc := runFleets([]string{zs.Addr()}, &out, &errb); rc != exitOK ||
+		!strings.Contains(out.String(), "(untrusted, not counted)") || !strings.Contains(errb.String(), "/decoy has a fleet layout marker but its ACL lets the world write") {
+		t.Fatalf("fleets beside a decoy: rc %d, stdout %q, stderr %q; want 0, the decoy listed untrusted", rc, out.String(), errb.String())
+	}
+	out.Reset()
+	if rc := runFleets([]string{"--zk-insecure", zs.Addr()}, &out, &errb); rc != exitFailure || !strings.Contains(out.String(), "OVERLAP") {
+		t.Fatalf("fleets --zk-insecure beside a decoy: rc %d, %q; want 1 and the overlap", rc, out.String())
+	}
+}
