@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # up.sh (make up): builds the images that are missing or stale, starts a three-node
 # ZooKeeper ensemble and WORKERS (default 3) workers, waits until every
-# container is healthy, then prints the slot map and a few IDs.
+# container is healthy, then prints the slot map and a few IDs. The ZooKeeper
+# identities (operator, worker) are generated into the project's volumes at
+# the first start and kept until make down (deploy/security.md).
 # Env: WORKERS, REBUILD=1 (rebuild the worker image), COMPOSE_PROJECT_NAME
 # (default snowfleet), ZK_IMAGE, WORKER_IMAGE, UP_TIMEOUT (seconds, default 120).
 set -euo pipefail
@@ -45,7 +47,10 @@ new_fleet=false
 log "starting ZooKeeper (zk1 zk2 zk3, image $ZK_IMAGE)"
 compose up -d zk1 zk2 zk3
 wait_healthy zk1 zk2 zk3
-log "making the fleet's root (snowflakectl init --new-fleet=$new_fleet)"
+# Run here, not left to depends_on: init and the workers start with --no-deps.
+log "ZooKeeper identities (operator, worker): generated if absent"
+compose run --rm -T --no-deps secrets
+log "making the fleet's root (snowflakectl init --new-fleet=$new_fleet, as the operator identity)"
 SNOWFLAKE_NEW_FLEET=$new_fleet compose run --rm -T --no-deps init
 log "ZooKeeper has a quorum; starting $WORKERS workers (image $WORKER_IMAGE)"
 compose up -d --no-deps --scale "worker=$WORKERS" worker
@@ -54,7 +59,9 @@ log "fleet up in $((SECONDS - start))s; starting Prometheus (image $PROMETHEUS_I
 compose up -d --no-deps prometheus
 
 # The tools run inside the worker containers (docker exec: quicker than
-# compose exec): they are on the ZooKeeper network and need nothing on the host.
+# compose exec): they are on the ZooKeeper network and need nothing on the
+# host; they read the tree, which the world may read, as the worker identity
+# (SNOWFLAKE_ZK_AUTH_FILE in the container).
 mapfile -t workers < <(docker ps --filter "label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" \
 	--filter label=com.docker.compose.service=worker --format '{{.Label "com.docker.compose.container-number"}} {{.ID}}' | sort -n | cut -d' ' -f2)
 ctl() { docker exec "${workers[0]}" /snowflakectl "$@"; }
@@ -89,4 +96,5 @@ echo "  http://$prom: ${up:-0} of $WORKERS workers up; rules: http://$prom/rules
 echo
 echo "From the host:  redis-cli -p $port NEXTID; redis-cli -p $port DECODE \$(redis-cli -p $port NEXTID)"
 echo "Scale:          docker-compose -p $COMPOSE_PROJECT_NAME up -d --no-deps --scale worker=5 worker"
+echo "Operator tools: docker-compose -p $COMPOSE_PROJECT_NAME run --rm -T init slots --zk zk1:2181 (as the operator identity; deploy/security.md)"
 echo "Tear down:      make down"

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
-
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -28,11 +26,11 @@ func (e env) zkCluster() ([]Container, []string) {
 	return zks, ids
 }
 
-// ctl runs snowflakectl in a worker container, on the ZooKeeper network.
+// ctl runs snowflakectl as the operator, on the ZooKeeper network
+// (Stack.Ctl).
 func (e env) ctl(args ...string) string {
 	e.t.Helper()
-	w := e.workers()[0]
-	out, err := docker(e.ctx, append([]string{"exec", w.ID, "/snowflakectl"}, args...)...)
+	out, err := e.st.Ctl(e.ctx, args...)
 	e.must(err, "snowflakectl "+strings.Join(args, " ")+": "+out)
 	return strings.TrimSpace(out)
 }
@@ -79,13 +77,18 @@ func slotNodeEmptied(e env) result {
 	s := e.status(w)
 	sl, err := snowflake.ParseSlot(s.Slot)
 	e.must(err, "parse slot "+s.Slot)
-	conn, err := e.st.DialZK(e.ctx)
-	e.must(err, "dial ZooKeeper")
+	// As the operator, who owns the tree; the node made again keeps the
+	// ACL it had (zkCli's setAcl is a step of its own: a world-writable
+	// node would be refused, not mistaken for a slot).
+	conn, err := e.st.DialZKAs(e.ctx, e.st.ids.Operator)
+	e.must(err, "dial ZooKeeper as the operator")
 	defer conn.Close()
 	sp := coordinator.SlotPath(zkRoot, sl)
+	acl, _, err := conn.GetACL(sp)
+	e.must(err, "read the ACL of "+sp)
 	fault := time.Now()
 	e.must(conn.Delete(sp, -1), "delete "+sp)
-	_, err = conn.Create(sp, nil, 0, zk.WorldACL(zk.PermAll))
+	_, err = conn.Create(sp, nil, 0, acl)
 	e.must(err, "create "+sp+" with no data")
 	e.docker("kill", "-s", "KILL", w.ID)
 	down := sessionTimeout + 4*time.Second // its lease node is gone by then

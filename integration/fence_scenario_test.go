@@ -19,8 +19,8 @@ import (
 func leaseNodeDeleted(e env) result {
 	w := e.workers()[0]
 	s := e.status(w)
-	conn, err := e.st.DialZK(e.ctx)
-	e.must(err, "dial ZooKeeper")
+	conn, err := e.st.DialZKAs(e.ctx, e.st.ids.Operator)
+	e.must(err, "dial ZooKeeper as the operator")
 	defer conn.Close()
 	fault := time.Now()
 	e.must(conn.Delete(path.Join(coordinator.LeasesPath(zkRoot), s.LeaseNode), -1), "delete the lease node "+s.LeaseNode)

@@ -85,6 +85,9 @@ func TestFleet(t *testing.T) {
 	if err := checkHorizons(ctx, st); err != nil {
 		t.Fatal(err)
 	}
+	if err := checkSecured(ctx, st); err != nil {
+		t.Fatalf("stack up: %v", err)
+	}
 	prom, err := StartPrometheus(ctx, st, t.TempDir())
 	if err != nil {
 		t.Fatalf("prometheus: %v", err)

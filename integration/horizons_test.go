@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -78,13 +77,15 @@ func metricValue(ctx context.Context, w Container, name string) (float64, error)
 // standby horizon ahead. Release deletes it (closing the session).
 func (e env) holdStandby() *Placeholders {
 	e.t.Helper()
-	conn, err := e.st.DialZK(e.ctx)
-	e.must(err, "dial ZooKeeper")
+	conn, err := e.st.DialZKAs(e.ctx, e.st.ids.Worker)
+	e.must(err, "dial ZooKeeper as the worker identity")
 	p := &Placeholders{conn: conn}
 	e.t.Cleanup(p.Release)
 	dir := coordinator.StandbyPath(zkRoot)
-	if _, err := conn.Create(dir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
-		e.must(err, "make "+dir)
+	// init made it; the worker identity may not make it (no create on the
+	// root), as a worker may not.
+	if ok, _, err := conn.Exists(dir); err != nil || !ok {
+		e.t.Fatalf("%s: exists %v (%v); snowflakectl init makes it", dir, ok, err)
 	}
 	name := fmt.Sprintf("dc%02d-s%016x", datacenter, uint64(conn.SessionID()))
 	dc, err := coordinator.ParseStandbyName(name)
@@ -93,7 +94,7 @@ func (e env) holdStandby() *Placeholders {
 		e.t.Fatalf("standby node %s reads as datacenter %d", name, dc)
 	}
 	data, _ := json.Marshal(map[string]any{"addr": "", "host": placeholderHost, "pid": 0, "version": "integration", "since": time.Now().UTC()})
-	_, err = conn.Create(path.Join(dir, name), data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err = conn.Create(path.Join(dir, name), data, zk.FlagEphemeral, coordinator.ACL(e.st.ids.Worker))
 	e.must(err, "make the suite's standby node")
 	return p
 }

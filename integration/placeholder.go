@@ -24,9 +24,9 @@ type Placeholders struct {
 	conn *zk.Conn
 }
 
-// HoldFreeSlots fills the datacenter's free slots.
+// HoldFreeSlots fills the datacenter's free slots, as the worker identity.
 func HoldFreeSlots(ctx context.Context, st *Stack) (*Placeholders, error) {
-	conn, err := st.DialZK(ctx)
+	conn, err := st.DialZKAs(ctx, st.ids.Worker)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func HoldFreeSlots(ctx context.Context, st *Stack) (*Placeholders, error) {
 		if held[s] {
 			continue
 		}
-		if _, err := conn.Create(coordinator.LeasePrefix(zkRoot, s), data, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := conn.Create(coordinator.LeasePrefix(zkRoot, s), data, zk.FlagEphemeral|zk.FlagSequence, coordinator.ACL(st.ids.Worker)); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("hold slot %s: %w", s, err)
 		}

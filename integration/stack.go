@@ -49,6 +49,8 @@ type Stack struct {
 	// variant's, tls_test.go).
 	overrides []string
 	log       func(format string, a ...any)
+	// ids are the stack's ZooKeeper identities (Secrets, at Up).
+	ids Identities
 	// zkRestart is how long the last restart of stopped ZooKeeper servers
 	// took until the quorum was back (0: none yet): scenario n sizes its
 	// hold with it.
@@ -123,8 +125,12 @@ func (s *Stack) ScaleWith(ctx context.Context, n int, extra ...string) error {
 	return err
 }
 
-// Up starts the ensemble, waits for its quorum, then starts n workers.
+// Up makes the ZooKeeper identities, starts the ensemble, waits for its
+// quorum, makes the root as the operator, then starts n workers.
 func (s *Stack) Up(ctx context.Context, workers int) error {
+	if err := s.Secrets(ctx); err != nil {
+		return err
+	}
 	if _, err := s.Compose(ctx, "up", "-d", "zk1", "zk2", "zk3"); err != nil {
 		return err
 	}
@@ -260,13 +266,18 @@ func (s *Stack) WaitZK(ctx context.Context, limit time.Duration) error {
 	}
 }
 
-// DialZK opens a session on the published ports of the running servers.
-func (s *Stack) DialZK(ctx context.Context) (*zk.Conn, error) {
+// DialZK opens a session on the published ports of the running servers,
+// without credentials: it reads what the world reads.
+func (s *Stack) DialZK(ctx context.Context) (*zk.Conn, error) { return s.dial(ctx, "") }
+
+// dial opens a session on the published ports of the running servers, with
+// the credentials given ("" for none).
+func (s *Stack) dial(ctx context.Context, auth string) (*zk.Conn, error) {
 	servers, err := s.ZKServers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return coordinator.Dial(servers, "", 10*time.Second, hclog.NewNullLogger())
+	return coordinator.Dial(servers, auth, 10*time.Second, hclog.NewNullLogger())
 }
 
 // CopyTo writes content into a file of a container (running or stopped):

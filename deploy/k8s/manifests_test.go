@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -31,6 +32,15 @@ type manifests struct {
 	services     []*corev1.Service
 	hpas         []*autoscalingv2.HorizontalPodAutoscaler
 	pdbs         []*policyv1.PodDisruptionBudget
+	policies     []*networkingv1.NetworkPolicy
+	// secrets are the kustomization's secretGenerator entries.
+	secrets []secretGenerator
+}
+
+// secretGenerator is one entry of kustomization.yaml's secretGenerator.
+type secretGenerator struct {
+	Name  string   `json:"name"`
+	Files []string `json:"files"`
 }
 
 // load reads kustomization.yaml, checks it lists every manifest here and
@@ -44,7 +54,8 @@ func load(t *testing.T) manifests {
 		Labels     []struct {
 			Pairs map[string]string `json:"pairs"`
 		} `json:"labels"`
-		Resources []string `json:"resources"`
+		Resources       []string          `json:"resources"`
+		SecretGenerator []secretGenerator `json:"secretGenerator"`
 	}
 	b, err := os.ReadFile("kustomization.yaml")
 	if err != nil {
@@ -61,7 +72,7 @@ func load(t *testing.T) manifests {
 	if got := slices.Sorted(slices.Values(k.Resources)); !slices.Equal(got, files) {
 		t.Fatalf("kustomization resources %v, files %v", got, files)
 	}
-	var m manifests
+	m := manifests{secrets: k.SecretGenerator}
 	for _, f := range k.Resources {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -92,6 +103,9 @@ func load(t *testing.T) manifests {
 			case "policy/v1 PodDisruptionBudget":
 				o := &policyv1.PodDisruptionBudget{}
 				m.pdbs, obj = append(m.pdbs, o), o
+			case "networking.k8s.io/v1 NetworkPolicy":
+				o := &networkingv1.NetworkPolicy{}
+				m.policies, obj = append(m.policies, o), o
 			default:
 				t.Fatalf("%s #%d: unexpected %s %s", f, i, tm.APIVersion, tm.Kind)
 			}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# secrets.sh [DIR] writes the files kustomization.yaml's secretGenerator
+# makes the Secret snowflake-credentials of (default DIR: secrets/ beside
+# this script, which git ignores), each only when absent, mode 0600:
+#   zk-operator   ZooKeeper digest identity operator:<64 hex>, owner of the tree
+#   zk-worker     ZooKeeper digest identity worker:<64 hex>, what a worker may do
+#   requirepass   the password clients AUTH with (64 hex)
+# Nothing is shipped with a known password: kubectl apply -k fails until
+# these exist. To rotate one, see ../security.md.
+set -euo pipefail
+dir=${1:-$(dirname "${BASH_SOURCE[0]}")/secrets}
+umask 077
+mkdir -p "$dir"
+random() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+for f in zk-operator zk-worker requirepass; do
+	[[ -s $dir/$f ]] && continue
+	case $f in
+	zk-*) printf '%s:%s\n' "${f#zk-}" "$(random)" >"$dir/$f.tmp" ;;
+	*) printf '%s\n' "$(random)" >"$dir/$f.tmp" ;;
+	esac
+	mv "$dir/$f.tmp" "$dir/$f"
+	echo "secrets.sh: wrote $dir/$f"
+done
