@@ -53,7 +53,7 @@ func Open(ctx context.Context, cfg Config, log hclog.Logger, reg prometheus.Regi
 	l.Start()
 	if err := l.WaitReady(ctx); err != nil {
 		_ = l.Close()
-		return nil, fmt.Errorf("idlease: open: %w", err)
+		return nil, err
 	}
 	return l, nil
 }
