@@ -98,11 +98,11 @@ func (l *Lease) Start() {
 }
 
 // Close releases the slot as a worker's SIGTERM does: the generator is
-// sealed (no ID is issued after Close begins, and a Next waiting returns
-// ErrClosed), the reservation is lowered to the last timestamp issued and
+// sealed (a Next waiting returns ErrClosed; none issues once Close has
+// returned), the reservation is lowered to the last timestamp issued and
 // the lease node deleted, so a successor claims the slot at once. It
-// returns once released, within ReleaseTimeout and a few seconds of slack
-// when ZooKeeper is unreachable (the stored reservation then stands, and a
+// returns once released, within ReleaseTimeout plus a second when
+// ZooKeeper is unreachable (the stored reservation then stands, and a
 // successor waits it out). It returns the ErrStopped error when the lease
 // had stopped on its own; a later Close returns the same.
 func (l *Lease) Close() error {
