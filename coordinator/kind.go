@@ -2,9 +2,8 @@ package coordinator
 
 import (
 	"os"
-	"time"
-
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/snowfleet/snowfleet/snowflake"
