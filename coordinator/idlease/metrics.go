@@ -18,7 +18,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "snowflake_idlease_wait_seconds",
-			Help:    "Time Next/NextN waited for a confirmed lease (claiming, ceiling reached, clock behind), by outcome: issued, not_ready (the caller's context ended), closed, stopped.",
+			Help:    "Time Next/NextN waited for a confirmed lease (claiming, ceiling reached, clock behind), by outcome: issued, not_ready (the caller's context ended), closed, stopped, error.",
 			Buckets: []float64{.0001, .001, .01, .1, .5, 1, 2.5, 5, 10, 30},
 		}, []string{"outcome"}),
 	}
