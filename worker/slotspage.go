@@ -3,6 +3,7 @@ package worker
 import (
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,8 +58,8 @@ func newSlotsPageData(v SlotsView) slotsPageData {
 			{SlotOutside, fmt.Sprintf("outside this fleet's datacenters (%d)", v.Counts[SlotOutside])},
 		}}
 	if v.Embedded > 0 {
-		d.Legend = append(d.Legend[:1], append([]legendItem{{embeddedClass,
-			fmt.Sprintf("held by a Go program issuing IDs to itself (embedded; no ID requests go to it) (%d)", v.Embedded)}}, d.Legend[1:]...)...)
+		d.Legend = slices.Insert(d.Legend, 1, legendItem{embeddedClass,
+			fmt.Sprintf("held by a Go program issuing IDs to itself (embedded; no ID requests go to it) (%d)", v.Embedded)})
 	}
 	if n := v.Counts[SlotDamaged]; n > 0 {
 		d.Legend = append(d.Legend, legendItem{SlotDamaged, fmt.Sprintf("damaged: the slot node holds no slot record, nobody claims it (%d)", n)})
