@@ -33,7 +33,7 @@ func (c *Client) discover(ctx context.Context) {
 				continue
 			}
 			if !l.Serves() {
-				c.log.Warn("lease node without an address", "node", l.Node, "slot", l.Slot.String())
+				c.log.Warn("lease node serves no ID requests (no address, or an unknown kind)", "node", l.Node, "slot", l.Slot.String(), "kind", l.Kind)
 				continue
 			}
 			// Every ID from it must be of the slot its lease node names.
