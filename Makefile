@@ -6,7 +6,7 @@ PKGS     := ./...
 # build with (go mod tidy writes it with its patch number, a toolchain name).
 GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps build test bench lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean
+.PHONY: all deps build test bench bench-embedded lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean
 
 all: build
 
@@ -58,6 +58,10 @@ lint:
 ## sim: 1,024 claimers against one local ZooKeeper (a simulation, not a test)
 sim:
 	$(GO) test -tags sim -run TestSim -v -count=1 -timeout 10m ./coordinator/
+
+## bench-embedded: Next through an embedded lease (coordinator/idlease, a real ZooKeeper) beside the bare generator and bwmarrin/snowflake
+bench-embedded:
+	$(GO) test -run '^$$' -bench Embedded -benchtime 2s -count 1 ./coordinator/idlease/
 
 ## bench-server: snowflaked against Redis INCR with redis-benchmark
 bench-server:

@@ -377,8 +377,7 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	guid := hex.EncodeToString(g[:])
 	prefix := LeasesPath(c.cfg.Root) + "/" + protectedPrefix + guid + "-" + slot.String() + "-"
 	now := time.Now()
-	data := encodeLease(leaseData{Addr: c.cfg.Advertise, HTTP: c.cfg.HTTPAdvertise, Host: hostname(),
-		PID: os.Getpid(), Version: c.cfg.Version, Since: now.UTC()})
+	data := encodeLease(c.leaseData(now))
 	var created string
 	c.creates.Add(1)
 	c.m.creates.Inc()

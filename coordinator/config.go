@@ -100,6 +100,14 @@ type Config struct {
 	HTTPAdvertise string
 	// Version is the worker's build, published in the lease node.
 	Version string
+	// Kind says what holds the lease, published in the lease node:
+	// KindWorker ("" means it) serves IDs over the network at Advertise;
+	// KindEmbedded is a program that issues IDs in-process (package
+	// coordinator/idlease), which clients and balancers never route to.
+	Kind string
+	// Program names the program holding the lease, published in the lease
+	// node for operators ("" = not given).
+	Program string
 	// Clock is the time source of the generator and of the reservations;
 	// nil means snowflake.SystemClock.
 	Clock snowflake.Clock
@@ -128,6 +136,7 @@ func DefaultConfig() Config {
 		MaxRollbackWait:    5 * time.Millisecond,
 		OnClockBack:        snowflake.Logical,
 		MaxClockLead:       DefaultMaxClockLead,
+		Kind:               KindWorker,
 		Clock:              snowflake.SystemClock{},
 	}
 }
@@ -217,7 +226,7 @@ func (c Config) Validate() error {
 	if c.MaxRollbackWait < 0 || c.MaxRollbackWait > time.Second {
 		return bad("MaxRollbackWait", c.MaxRollbackWait, "is out of range 0..1s")
 	}
-	return nil
+	return c.validateKind()
 }
 
 // DefaultHorizon rides out a ZooKeeper outage of 30 s: the reservation a

@@ -8,12 +8,13 @@
 //	/snowflake              persistent, JSON {layout, epoch_ms, bits, created,
 //	                        datacenters, max_horizon_ms, max_skew_ms, recovery}
 //	/snowflake/leases/      ephemeral sequential (protected) nodes, one a claim:
-//	  _c_<guid>-dc07-m13-0000000042   JSON {addr, http, host, pid, version, since}
+//	  _c_<guid>-dc07-m13-0000000042   JSON {addr, http, host, pid, version, since,
+//	                                        kind (worker|embedded), program}
 //	/snowflake/slots/       all 1,024 persistent slot nodes, made with the root:
 //	  dc07-m13              JSON {reserved_until_ms, last_ms, holder, updated_ms}
 //	/snowflake/standby/     made with the root; one ephemeral (protected) node
 //	                        per waiting standby:
-//	  _c_<guid>-dc07-s<session>  JSON {addr, http, host, pid, version, since}
+//	  _c_<guid>-dc07-s<session>  JSON {addr, http, host, pid, version, since, kind, program}
 //
 // Only snowflakectl init (InitRoot) makes a root, reserving its slot nodes
 // past what an earlier incarnation could still issue. A missing slot node
@@ -57,5 +58,6 @@
 // refusals, /readyz, /status and INFO format), clocklead.go (the logical
 // clock's lead and the clock steps seen), fleet.go (the fleet gauges from
 // one watch on leases/), metrics.go, configmetrics.go, config.go and
-// zktls.go.
+// zktls.go, kind.go (what holds a lease: a worker, or a program embedding
+// it through package idlease).
 package coordinator

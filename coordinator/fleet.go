@@ -25,6 +25,7 @@ const SlotsPerDatacenter = snowflake.MaxMachine + 1
 type Fleet struct {
 	c         *Coordinator
 	held      prometheus.Gauge
+	embedded  prometheus.Gauge
 	free      prometheus.Gauge
 	dcHeld    *prometheus.GaugeVec
 	dcFree    *prometheus.GaugeVec
@@ -43,6 +44,10 @@ func NewFleet(c *Coordinator, reg prometheus.Registerer) (*Fleet, error) {
 		held: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snowflake_fleet_slots_held",
 			Help: "Slots held by a live lease node, fleet-wide (from this worker's watch on leases/).",
+		}),
+		embedded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "snowflake_fleet_embedded_slots_held",
+			Help: "Slots held by embedded leases (Go programs issuing IDs to themselves, kind embedded), fleet-wide; counted in snowflake_fleet_slots_held too.",
 		}),
 		free: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "snowflake_fleet_slots_free",
@@ -69,7 +74,7 @@ func NewFleet(c *Coordinator, reg prometheus.Registerer) (*Fleet, error) {
 		f.pinInfo.WithLabelValues(strconv.Itoa(dc)).Set(1)
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{f.held, f.free, f.dcHeld, f.dcFree, f.updated, f.pinInfo} {
+		for _, col := range []prometheus.Collector{f.held, f.embedded, f.free, f.dcHeld, f.dcFree, f.updated, f.pinInfo} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register fleet metrics: %w", err)
 			}
@@ -103,14 +108,18 @@ func (f *Fleet) set(leases []LeaseInfo) {
 		owned = AllDatacenters // the root is not read yet
 	}
 	var perDC [snowflake.MaxDatacenter + 1]int
-	inside := 0
+	inside, embedded := 0, 0
 	for _, l := range leases {
+		if l.Kind == KindEmbedded {
+			embedded++
+		}
 		perDC[l.Slot.Datacenter]++
 		if owned.Has(l.Slot.Datacenter) {
 			inside++
 		}
 	}
 	f.held.Set(float64(len(leases)))
+	f.embedded.Set(float64(embedded))
 	f.free.Set(float64(owned.Slots() - inside))
 	// Only the owned datacenters have series: a datacenter of another fleet
 	// is neither free nor held here. The set can change from "all" to the

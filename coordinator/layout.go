@@ -242,6 +242,10 @@ type leaseData struct {
 	PID     int       `json:"pid"`
 	Version string    `json:"version"`
 	Since   time.Time `json:"since"`
+	// Kind is KindWorker or KindEmbedded ("" in a node written before
+	// kinds: a worker); Program names the program holding the lease.
+	Kind    string `json:"kind,omitempty"`
+	Program string `json:"program,omitempty"`
 }
 
 // slotData is the JSON of a slot node. reserved_until and updated repeat

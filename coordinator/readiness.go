@@ -85,6 +85,13 @@ func (c *Coordinator) Readiness() Readiness {
 // lock: cheap enough for the worker to check on every read.
 func (c *Coordinator) Ready() bool { return c.readiness().Ready() }
 
+// SkewOK reports whether the last measured skew against the ZooKeeper
+// leader is within MaxSkew: the one condition of Ready the generator does
+// not enforce itself (it refuses past its ceiling, sealed, or with the
+// clock behind). One atomic load, cheap enough to check on every ID, as an
+// embedded lease does.
+func (c *Coordinator) SkewOK() bool { return abs(c.skewMs.Load()) <= c.cfg.MaxSkew.Milliseconds() }
+
 // readiness decides: a lease held (a generator, not sealed), the clock not
 // past its ceiling, the clock not behind the last issued timestamp by
 // more than the generator waits out, and the skew against ZooKeeper within

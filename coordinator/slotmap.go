@@ -32,7 +32,16 @@ type LeaseInfo struct {
 	Version string
 	// Since is when the worker created the node.
 	Since time.Time
+	// Kind is what holds the lease: KindWorker (it serves IDs at Addr) or
+	// KindEmbedded (a program issuing IDs to itself: route nothing to it).
+	Kind string
+	// Program names the program holding the lease ("" when not given).
+	Program string
 }
+
+// Serves reports whether the lease's holder serves ID requests: a worker
+// with an address. Client discovery and balancer configs take only these.
+func (l LeaseInfo) Serves() bool { return l.Kind == KindWorker && l.Addr != "" }
 
 // SlotRecord is the JSON of a slot node: the slot's timeline.
 type SlotRecord struct {
@@ -183,7 +192,7 @@ func readLeaseNodes(conn *zk.Conn, root string, names []string) ([]LeaseInfo, er
 		_ = json.Unmarshal(data, &d) // a node without JSON still holds its slot
 		mu.Lock()
 		out = append(out, LeaseInfo{Node: name, Slot: s, Seq: seq, Addr: d.Addr, HTTP: d.HTTP,
-			Host: d.Host, PID: d.PID, Version: d.Version, Since: d.Since})
+			Host: d.Host, PID: d.PID, Version: d.Version, Since: d.Since, Kind: leaseKind(d.Kind), Program: d.Program})
 		mu.Unlock()
 		return nil
 	})

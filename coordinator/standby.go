@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"sort"
 	"strconv"
@@ -126,6 +125,9 @@ type StandbyInfo struct {
 	PID     int       `json:"pid,omitempty"`
 	Version string    `json:"version,omitempty"`
 	Since   time.Time `json:"since"`
+	// Kind and Program are as in its lease nodes.
+	Kind    string `json:"kind"`
+	Program string `json:"program,omitempty"`
 }
 
 // readStandbys lists standby/ and reads each node; none when it is absent.
@@ -154,7 +156,7 @@ func readStandbys(conn *zk.Conn, root string) ([]StandbyInfo, error) {
 		var d leaseData
 		_ = json.Unmarshal(data, &d)
 		out = append(out, StandbyInfo{Node: n, Datacenter: dc, Addr: d.Addr, HTTP: d.HTTP,
-			Host: d.Host, PID: d.PID, Version: d.Version, Since: d.Since})
+			Host: d.Host, PID: d.PID, Version: d.Version, Since: d.Since, Kind: leaseKind(d.Kind), Program: d.Program})
 	}
 	return out, nil
 }
@@ -187,8 +189,7 @@ func (s *session) showStandby(ctx context.Context) {
 	dir := StandbyPath(c.cfg.Root)
 	guid := newGUID()
 	p := dir + "/" + standbyName(guid, c.cfg.Datacenter, sid)
-	data := encodeLease(leaseData{Addr: c.cfg.Advertise, HTTP: c.cfg.HTTPAdvertise, Host: hostname(),
-		PID: os.Getpid(), Version: c.cfg.Version, Since: time.Now().UTC()})
+	data := encodeLease(c.leaseData(time.Now()))
 	s.trackStandby(guid, sid)
 	create := func() error {
 		return c.call(ctx, 0, func() error {

@@ -45,6 +45,9 @@ type SlotsView struct {
 	Datacenters []int `json:"fleet_datacenters"`
 	// Counts are the slots in each state.
 	Counts map[string]int `json:"counts"`
+	// Embedded counts the held slots whose holder is an embedded lease (a
+	// Go program issuing IDs to itself); they are in Counts["held"] too.
+	Embedded int `json:"embedded"`
 	// Slots are all 1,024, datacenter-major (dc00-m00, dc00-m01, ...).
 	Slots []SlotView `json:"slots,omitempty"`
 }
@@ -58,8 +61,12 @@ type SlotView struct {
 	// Damage is why the slot node could not be read as a slot record
 	// (state damaged).
 	Damage string `json:"damage,omitempty"`
-	// Holder is the lease node; Addr, HTTP, Host, PID, Version its worker.
+	// Holder is the lease node; Kind says what holds it (worker, or
+	// embedded: a Go program issuing IDs to itself, named by Program, that
+	// serves nobody); Addr, HTTP, Host, PID, Version are its holder's.
 	Holder  string `json:"holder,omitempty"`
+	Kind    string `json:"kind,omitempty"`
+	Program string `json:"program,omitempty"`
 	Addr    string `json:"addr,omitempty"`
 	HTTP    string `json:"http,omitempty"`
 	Host    string `json:"host,omitempty"`
@@ -140,6 +147,10 @@ func classify(v SlotsView, m coordinator.SlotMap) SlotsView {
 		case isHeld:
 			sv.State = SlotHeld
 			sv.Holder, sv.Addr, sv.HTTP, sv.Host, sv.PID, sv.Version = l.Node, l.Addr, l.HTTP, l.Host, l.PID, l.Version
+			sv.Kind, sv.Program = l.Kind, l.Program
+			if l.Kind == coordinator.KindEmbedded {
+				v.Embedded++
+			}
 			if !l.Since.IsZero() {
 				since := l.Since.UTC()
 				sv.HeldSince = &since

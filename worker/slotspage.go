@@ -3,8 +3,11 @@ package worker
 import (
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/snowfleet/snowfleet/coordinator"
 )
 
 // The /slots page: the 1,024 slots as a 32 x 32 grid of SVG squares
@@ -43,14 +46,21 @@ type gridLabel struct {
 
 type legendItem struct{ Class, Text string }
 
+// embeddedClass marks a held slot whose holder is an embedded lease.
+const embeddedClass = "embedded"
+
 func newSlotsPageData(v SlotsView) slotsPageData {
 	d := slotsPageData{V: v, Width: gridLeft + 32*cellPitch, Height: gridTop + 32*cellPitch, Refresh: 5,
 		Legend: []legendItem{
-			{SlotHeld, fmt.Sprintf("held by a worker (%d)", v.Counts[SlotHeld])},
+			{SlotHeld, fmt.Sprintf("held by a worker (%d)", v.Counts[SlotHeld]-v.Embedded)},
 			{SlotReserved, fmt.Sprintf("reserved, cooling down: no holder, reservation still ahead of the clock (%d)", v.Counts[SlotReserved])},
 			{SlotFree, fmt.Sprintf("free (%d)", v.Counts[SlotFree])},
 			{SlotOutside, fmt.Sprintf("outside this fleet's datacenters (%d)", v.Counts[SlotOutside])},
 		}}
+	if v.Embedded > 0 {
+		d.Legend = slices.Insert(d.Legend, 1, legendItem{embeddedClass,
+			fmt.Sprintf("held by a Go program issuing IDs to itself (embedded; no ID requests go to it) (%d)", v.Embedded)})
+	}
 	if n := v.Counts[SlotDamaged]; n > 0 {
 		d.Legend = append(d.Legend, legendItem{SlotDamaged, fmt.Sprintf("damaged: the slot node holds no slot record, nobody claims it (%d)", n)})
 		for _, s := range v.Slots {
@@ -64,8 +74,12 @@ func newSlotsPageData(v SlotsView) slotsPageData {
 		d.ColLabels = append(d.ColLabels, gridLabel{fmt.Sprintf("m%02d", i), gridLeft + i*cellPitch + cellSize/2, gridTop - 6})
 	}
 	for _, s := range v.Slots {
+		class := "cell " + s.State
+		if s.State == SlotHeld && s.Kind == coordinator.KindEmbedded {
+			class += " " + embeddedClass
+		}
 		d.Cells = append(d.Cells, slotCell{
-			ID: s.Slot, Class: "cell " + s.State, Title: slotTitle(s),
+			ID: s.Slot, Class: class, Title: slotTitle(s),
 			X: gridLeft + s.Machine*cellPitch, Y: gridTop + s.Datacenter*cellPitch,
 		})
 	}
@@ -102,6 +116,8 @@ func slotTitle(s SlotView) string {
 	}
 	line("damage", s.Damage)
 	line(holder, s.Holder)
+	line("kind", s.Kind)
+	line("program", s.Program)
 	addr := s.Addr
 	if s.HTTP != "" {
 		addr += " (admin " + s.HTTP + ")"
@@ -134,6 +150,7 @@ h1 { font-size: 18px; margin: 0 0 8px; }
 svg text { font: 9px monospace; fill: #555; }
 .held { fill: #2e7d32; background: #2e7d32; }
 .reserved { fill: #f9a825; background: #f9a825; }
+.held.embedded, .sw.embedded { fill: #1565c0; background: #1565c0; }
 .free { fill: #cfd8dc; background: #cfd8dc; }
 .outside { fill: #ffffff; background: #ffffff; }
 .damaged { fill: #c62828; background: #c62828; }

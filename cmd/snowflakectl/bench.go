@@ -93,7 +93,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			return exitFailure
 		}
 		for _, l := range m.Leases {
-			if l.Addr != "" {
+			if l.Serves() { // not an embedded lease: it serves nobody
 				targets = append(targets, l.Addr)
 			}
 		}

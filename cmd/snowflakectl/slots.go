@@ -100,7 +100,11 @@ func envOr(key, def string) string {
 type slotRow struct {
 	Slot string `json:"slot"`
 	// Held: a live lease node holds the slot; the lease fields are set.
-	Held      bool       `json:"held"`
+	Held bool `json:"held"`
+	// Kind is worker (it serves IDs at Addr) or embedded (a Go program
+	// issuing IDs to itself, named by Program); set when held.
+	Kind      string     `json:"kind,omitempty"`
+	Program   string     `json:"program,omitempty"`
 	Addr      string     `json:"addr,omitempty"`
 	HTTP      string     `json:"http,omitempty"`
 	Host      string     `json:"host,omitempty"`
@@ -123,8 +127,10 @@ type slotsReport struct {
 	Root  string `json:"root"`
 	NowMs int64  `json:"now_ms"`
 	Held  int    `json:"held"`
-	Free  int    `json:"free"`
-	Used  int    `json:"used"`
+	// Embedded counts the held slots of embedded leases (in Held too).
+	Embedded int `json:"embedded"`
+	Free     int `json:"free"`
+	Used     int `json:"used"`
 	// Datacenters are the ranges the fleet owns and Owned their slots:
 	// Free counts within them.
 	Datacenters string    `json:"datacenters"`
@@ -216,8 +222,11 @@ func buildSlotsReport(m coordinator.SlotMap, root string, now time.Time, all boo
 	}
 	for _, l := range m.Leases {
 		held[l.Slot] = true
-		r := slotRow{Slot: l.Slot.String(), Held: true, Addr: l.Addr, HTTP: l.HTTP, Host: l.Host, PID: l.PID,
-			Version: l.Version, LeaseNode: l.Node}
+		r := slotRow{Slot: l.Slot.String(), Held: true, Kind: l.Kind, Program: l.Program, Addr: l.Addr, HTTP: l.HTTP,
+			Host: l.Host, PID: l.PID, Version: l.Version, LeaseNode: l.Node}
+		if l.Kind == coordinator.KindEmbedded {
+			rep.Embedded++
+		}
 		if !l.Since.IsZero() {
 			since := l.Since.UTC()
 			r.Since = &since
@@ -243,10 +252,11 @@ func printSlots(w io.Writer, rep slotsReport, servers string) {
 	fmt.Fprintf(w, "slot map of %s on %s at %s (AHEAD = reserved_until - now; IDLE = now - last issued)\n",
 		rep.Root, servers, time.UnixMilli(rep.NowMs).UTC().Format(msTime))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLOT\tADDR\tHOST\tPID\tHELD SINCE\tRESERVED UNTIL\tAHEAD\tLAST ISSUED\tIDLE")
+	fmt.Fprintln(tw, "SLOT\tKIND\tPROGRAM\tADDR\tHOST\tPID\tHELD SINCE\tRESERVED UNTIL\tAHEAD\tLAST ISSUED\tIDLE")
 	for _, r := range rep.Slots {
-		addr, host, pid, since := "-", "-", "-", "-"
+		kind, program, addr, host, pid, since := "-", "-", "-", "-", "-", "-"
 		if r.Held {
+			kind, program = orDash(r.Kind), orDash(r.Program)
 			addr, host, pid = orDash(r.Addr), orDash(r.Host), fmt.Sprint(r.PID)
 			if r.Since != nil {
 				since = r.Since.Format(secTime)
@@ -254,11 +264,14 @@ func printSlots(w io.Writer, rep slotsReport, servers string) {
 		} else {
 			addr = "(free)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Slot, addr, host, pid, since,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Slot, kind, program, addr, host, pid, since,
 			msOrDash(r.ReservedUntilMs), durOrDash(r.AheadMs, true), msOrDash(r.LastMs), durOrDash(r.IdleMs, false))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "held %d, free %d (of %d in datacenters %s); %d slots ever used\n", rep.Held, rep.Free, rep.Owned, rep.Datacenters, rep.Used)
+	if rep.Embedded > 0 {
+		fmt.Fprintf(w, "%d of the held slots are embedded leases: Go programs issuing IDs to themselves (no ID requests go to them)\n", rep.Embedded)
+	}
 	if len(rep.Damaged) > 0 {
 		damaged := make([]string, 0, len(rep.Damaged))
 		for s := range rep.Damaged {

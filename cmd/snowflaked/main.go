@@ -102,6 +102,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 	}
 	cc, wc := o.coord, o.worker
 	cc.Version, wc.Version = buildVersion(), buildVersion()
+	cc.Kind, cc.Program = coordinator.KindWorker, "snowflaked"
 	// Made only for a valid configuration: the chaos build's clock logs
 	// and watches a file.
 	clock, err := newClock(log)

@@ -18,16 +18,22 @@ func dialZK(cfg Config, log hclog.Logger) (*zk.Conn, error) {
 	return conn, nil
 }
 
-// discover follows the lease nodes until ctx ends: each holding lease with
-// an address is a worker, which must return IDs of that lease's slot only. WatchLeases keeps the last good list while
-// ZooKeeper is away, so the workers stay in use through an outage.
+// discover follows the lease nodes until ctx ends: each holding lease of a
+// worker with an address (LeaseInfo.Serves) is a target, which must return
+// IDs of that lease's slot only. An embedded lease (a Go program issuing
+// IDs to itself) serves nobody and is left out. WatchLeases keeps the last
+// good list while ZooKeeper is away, so the workers stay in use through an
+// outage.
 func (c *Client) discover(ctx context.Context) {
 	defer close(c.done)
 	for leases := range coordinator.WatchLeases(ctx, c.zk, c.cfg.Root) {
 		ts := make([]target, 0, len(leases))
 		for _, l := range leases {
-			if l.Addr == "" {
-				c.log.Warn("lease node without an address", "node", l.Node, "slot", l.Slot.String())
+			if l.Kind == coordinator.KindEmbedded {
+				continue
+			}
+			if !l.Serves() {
+				c.log.Warn("lease node serves no ID requests (no address, or an unknown kind)", "node", l.Node, "slot", l.Slot.String(), "kind", l.Kind)
 				continue
 			}
 			// Every ID from it must be of the slot its lease node names.

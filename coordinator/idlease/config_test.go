@@ -1,0 +1,52 @@
+package idlease
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// The config is the coordinator's: its defaults, its checks (named by
+// field), and kind embedded, without an advertised address.
+func TestEmbeddedConfig(t *testing.T) {
+	d := DefaultConfig()
+	cd := coordinator.DefaultConfig()
+	if d.Kind != coordinator.KindEmbedded || d.Program == "" || d.SessionTimeout != cd.SessionTimeout ||
+		d.Horizon != cd.Horizon || d.Datacenter != cd.Datacenter || d.Root != cd.Root {
+		t.Fatalf("DefaultConfig %+v: want the coordinator's defaults with kind embedded and a program", d)
+	}
+	if err := d.Validate(); err != nil {
+		t.Fatalf("DefaultConfig does not validate: %v", err)
+	}
+	for _, tc := range []struct {
+		field string
+		edit  func(*Config)
+	}{
+		{"Kind", func(c *Config) { c.Kind = coordinator.KindWorker }},
+		{"Advertise", func(c *Config) { c.Advertise = "10.0.0.5:7609" }},
+		{"Datacenter", func(c *Config) { c.Datacenter = 32 }},
+		{"Horizon", func(c *Config) { c.Horizon = c.Renew }},
+		{"Program", func(c *Config) { c.Program = "two\nlines" }},
+	} {
+		c := DefaultConfig()
+		tc.edit(&c)
+		err := c.Validate()
+		var ce *snowflake.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: Validate = %v; want a *snowflake.ConfigError naming %s", tc.field, err, tc.field)
+		}
+		if _, err := New(c, nil, nil); err == nil {
+			t.Errorf("%s: New accepted the config", tc.field)
+		}
+	}
+	c := DefaultConfig()
+	c.Kind, c.Program = "", ""
+	if err := c.Validate(); err != nil {
+		t.Fatalf("empty kind and program: %v; want them filled", err)
+	}
+	if w := c.withDefaults(); w.Kind != coordinator.KindEmbedded || w.Program == "" {
+		t.Fatalf("withDefaults %q %q", w.Kind, w.Program)
+	}
+}

@@ -1,0 +1,52 @@
+package worker
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// /slots tells an embedded lease from a worker's: slots.json says its kind
+// and program and counts it, the page colours it apart and says so on
+// hover and in the legend.
+func TestSlotsShowEmbeddedKind(t *testing.T) {
+	ws, es := snowflake.Slot{Datacenter: 0, Machine: 1}, snowflake.Slot{Datacenter: 0, Machine: 2}
+	m := coordinator.SlotMap{Owned: coordinator.AllDatacenters, Slots: map[snowflake.Slot]coordinator.SlotRecord{}, Leases: []coordinator.LeaseInfo{
+		{Node: "w", Slot: ws, Kind: coordinator.KindWorker, Program: "snowflaked", Addr: "10.0.0.5:7609"},
+		{Node: "e", Slot: es, Kind: coordinator.KindEmbedded, Program: "billing"},
+	}}
+	v := classify(SlotsView{Now: time.Now(), Counts: map[string]int{}}, m)
+	if v.Counts[SlotHeld] != 2 || v.Embedded != 1 {
+		t.Fatalf("counts %v embedded %d; want 2 held, 1 of them embedded", v.Counts, v.Embedded)
+	}
+	byName := map[string]SlotView{}
+	for _, s := range v.Slots {
+		byName[s.Slot] = s
+	}
+	if e := byName[es.String()]; e.Kind != coordinator.KindEmbedded || e.Program != "billing" {
+		t.Fatalf("embedded slot view %+v", e)
+	}
+	if w := byName[ws.String()]; w.Kind != coordinator.KindWorker {
+		t.Fatalf("worker slot view %+v", w)
+	}
+	d := newSlotsPageData(v)
+	var cell slotCell
+	for _, c := range d.Cells {
+		if c.ID == es.String() {
+			cell = c
+		}
+	}
+	if cell.Class != "cell held embedded" || !strings.Contains(cell.Title, "kind: embedded") || !strings.Contains(cell.Title, "program: billing") {
+		t.Fatalf("embedded cell %+v", cell)
+	}
+	legend := ""
+	for _, li := range d.Legend {
+		legend += li.Text + "\n"
+	}
+	if !strings.Contains(legend, "held by a worker (1)") || !strings.Contains(legend, "(embedded; no ID requests go to it) (1)") {
+		t.Fatalf("legend:\n%s", legend)
+	}
+}
