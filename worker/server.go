@@ -361,6 +361,19 @@ func (s *Server) closeAll() {
 	}
 }
 
+// revoke closes c from outside its transport (a rotation dropped its
+// password): a goroutine's read or write fails on the closed socket; an
+// epoll loop, woken, closes the duplicate it serves (loop.woken). Closed
+// on a goroutine of its own: a TLS close writes an alert, which may wait
+// on a client that does not read.
+func (s *Server) revoke(c *conn) {
+	c.revoked.Store(true)
+	go c.nc.Close()
+	for _, l := range s.loops {
+		l.revoke()
+	}
+}
+
 func (s *Server) finish() { s.doneOnce.Do(func() { close(s.done) }) }
 
 // Done is closed once the server has stopped and every connection is
