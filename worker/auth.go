@@ -174,9 +174,7 @@ func (s *Server) SetPasswords(pws [][]byte) int {
 		s.mu.Unlock()
 	}
 	a.mu.Unlock()
-	for _, c := range drop {
-		s.revoke(c)
-	}
+	s.revoke(drop)
 	a.revoked.Add(float64(len(drop)))
 	return len(drop)
 }

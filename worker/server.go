@@ -382,15 +382,23 @@ func (s *Server) closeAll() {
 	}
 }
 
-// revoke closes c from outside its transport (a rotation dropped its
-// password): a goroutine's read or write fails on the closed socket; an
-// epoll loop, woken, closes the duplicate it serves (loop.woken). Closed
-// on a goroutine of its own: a TLS close writes an alert, which may wait
-// on a client that does not read.
-func (s *Server) revoke(c *conn) {
-	c.revoked.Store(true)
-	go c.nc.Close()
-	for _, l := range s.loops {
+// revoke closes conns from outside their transports (a rotation dropped
+// their password): a goroutine's read or write fails on its closed socket;
+// an epoll loop, woken once, closes the duplicates it serves (loop.woken).
+// Each is closed on a goroutine of its own: a TLS close writes an alert,
+// which may wait on a client that does not read.
+func (s *Server) revoke(conns []*conn) {
+	if len(conns) == 0 {
+		return
+	}
+	for _, c := range conns {
+		c.revoked.Store(true)
+		go c.nc.Close()
+	}
+	s.mu.Lock()
+	loops := s.loops
+	s.mu.Unlock()
+	for _, l := range loops {
 		l.revoke()
 	}
 }
