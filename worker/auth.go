@@ -167,7 +167,9 @@ func (s *Server) SetPasswords(pws [][]byte) int {
 	if d != nil {
 		s.mu.Lock()
 		for c := range s.conns {
-			if c.pass != nil && !inForce(*d, c.pass) {
+			// One closed by an earlier rotation may not have left the
+			// set yet: not counted twice.
+			if c.pass != nil && !c.revoked.Load() && !inForce(*d, c.pass) {
 				drop = append(drop, c)
 			}
 		}
