@@ -84,6 +84,8 @@ type Coordinator struct {
 	// wake is poked (never blocking) by the session event callback.
 	wake chan struct{}
 	conn atomic.Pointer[zk.Conn]
+	// maps is the session ReadSlotMap reads on, not conn (mapsession.go).
+	maps mapSession
 
 	mu    sync.Mutex
 	state string
@@ -188,6 +190,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		return ErrAlreadyRunning
 	}
 	defer c.setState(StateStopped)
+	defer c.maps.close()
 	c.setState(StateConnecting)
 	var prev *session
 	for {

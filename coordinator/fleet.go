@@ -7,13 +7,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
-// ErrNoSession: the coordinator has not dialled ZooKeeper yet (Run has not
-// started), so the slot map cannot be read on its session.
-var ErrNoSession = errors.New("coordinator has no ZooKeeper session yet")
+// ErrNoSession: the coordinator is not running (Run has not started, or
+// has returned), so the slot map is not read.
+var ErrNoSession = errors.New("coordinator has no ZooKeeper session (not running)")
 
 // SlotsPerDatacenter is how many slots one datacenter has (its machines).
 const SlotsPerDatacenter = snowflake.MaxMachine + 1
@@ -138,14 +139,20 @@ func (f *Fleet) set(leases []LeaseInfo) {
 	f.updated.Set(float64(time.Now().UnixNano()) / 1e9)
 }
 
-// ReadSlotMap reads the whole slot map on the coordinator's own session.
-// go-zookeeper has no call timeouts: the read runs on its own goroutine,
-// and ctx bounds the wait (the read itself ends when ZooKeeper answers or
-// the session fails), so a caller should let only one run at a time.
+// ReadSlotMap reads the whole slot map, on a session of its own
+// (mapSession), never the lease's, while Run runs. go-zookeeper has no call
+// timeouts: the read runs on its own goroutine, and ctx bounds the wait
+// (the read itself ends when ZooKeeper answers or the session fails), so a
+// caller should let only one run at a time.
 func (c *Coordinator) ReadSlotMap(ctx context.Context) (SlotMap, error) {
-	conn := c.conn.Load()
-	if conn == nil {
+	if !c.running.Load() {
 		return SlotMap{}, ErrNoSession
+	}
+	conn, err := c.maps.get(func() (*zk.Conn, error) {
+		return dial(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, c.log.Named("slotmap"), nil)
+	})
+	if err != nil {
+		return SlotMap{}, fmt.Errorf("read slot map: %w", err)
 	}
 	type result struct {
 		m   SlotMap

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,10 @@ import (
 // authenticates; without, AUTH accepts anything, as Redis does with its
 // password-less default user. Two passwords may be in force at once, so a
 // rotation accepts the old and the new until every client has the new.
+// A rotation that drops a password closes the connections authenticated
+// with it, as Redis closes the clients of an ACL user it deletes: a
+// password taken out of the file stops working everywhere, not only for
+// new connections.
 
 // ErrPasswordFile: a password file is missing, unreadable, empty, holds
 // more than MaxPasswords, or can be read by others.
@@ -95,14 +100,25 @@ func ReadPasswordFile(path string) ([][]byte, error) {
 
 // auth is the server's password state.
 type auth struct {
+	// mu orders a connection's authentication (the check and the record
+	// of the password it used, conn.pass) against SetPasswords: an AUTH
+	// racing a rotation is either checked against the new passwords or
+	// recorded in time for the rotation to find it.
+	mu sync.Mutex
 	// digests are the SHA-256 of the passwords in force; nil: none set.
 	// Comparing digests keeps the compare constant-time in the length too.
+	// Written under mu; read without it on every request (required).
 	digests atomic.Pointer[[][sha256.Size]byte]
+	// none is what conn.pass points to for a connection that connected
+	// while no password was set: in no set of passwords.
+	none [sha256.Size]byte
 	// kinds are the commands an unauthenticated connection may send.
 	authCmd, helloCmd, quitCmd cmdKind
 	failures                   prometheus.Counter
 	// lockouts counts connections closed after MaxWrongPasswords.
 	lockouts prometheus.Counter
+	// revoked counts connections closed by a rotation (SetPasswords).
+	revoked prometheus.Counter
 }
 
 func newAuth(reg prometheus.Registerer, cmds commandTable) (*auth, error) {
@@ -116,9 +132,13 @@ func newAuth(reg prometheus.Registerer, cmds commandTable) (*auth, error) {
 			Name: "snowflake_worker_auth_lockouts_total",
 			Help: "Connections closed after sending MaxWrongPasswords (3) wrong passwords.",
 		}),
+		revoked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_auth_revoked_total",
+			Help: "Connections closed by a password rotation (SIGHUP) because the password they authenticated with is no longer in force.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{a.failures, a.lockouts} {
+		for _, c := range []prometheus.Collector{a.failures, a.lockouts, a.revoked} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register auth metrics: %w", err)
 			}
@@ -127,35 +147,70 @@ func newAuth(reg prometheus.Registerer, cmds commandTable) (*auth, error) {
 	return a, nil
 }
 
-// SetPasswords puts pws in force for the connections that authenticate
-// from now on (none: AUTH accepts anything, and new connections need
-// none); connections already authenticated stay so, as in Redis.
-func (s *Server) SetPasswords(pws [][]byte) {
-	if len(pws) == 0 {
-		s.auth.digests.Store(nil)
-		return
+// SetPasswords puts pws in force (none: AUTH accepts anything, and new
+// connections need none) and closes every connection authenticated with a
+// password not among them, or connected while none was set; it returns
+// how many it closed.
+func (s *Server) SetPasswords(pws [][]byte) int {
+	var d *[][sha256.Size]byte
+	if len(pws) > 0 {
+		ds := make([][sha256.Size]byte, len(pws))
+		for i, p := range pws {
+			ds[i] = sha256.Sum256(p)
+		}
+		d = &ds
 	}
-	d := make([][sha256.Size]byte, len(pws))
-	for i, p := range pws {
-		d[i] = sha256.Sum256(p)
+	a := s.auth
+	a.mu.Lock()
+	a.digests.Store(d)
+	var drop []*conn
+	if d != nil {
+		s.mu.Lock()
+		for c := range s.conns {
+			// One closed by an earlier rotation may not have left the
+			// set yet: not counted twice.
+			if c.pass != nil && !c.revoked.Load() && !inForce(*d, c.pass) {
+				drop = append(drop, c)
+			}
+		}
+		s.mu.Unlock()
 	}
-	s.auth.digests.Store(&d)
+	a.mu.Unlock()
+	s.revoke(drop)
+	a.revoked.Add(float64(len(drop)))
+	return len(drop)
+}
+
+// inForce reports whether digest is one of d.
+func inForce(d [][sha256.Size]byte, digest *[sha256.Size]byte) bool {
+	for i := range d {
+		if d[i] == *digest {
+			return true
+		}
+	}
+	return false
 }
 
 // required reports whether passwords are in force.
 func (a *auth) required() bool { return a.digests.Load() != nil }
 
 // check compares pw with every password in force, in constant time, and
-// counts a failure.
-func (a *auth) check(user, pw []byte) bool {
+// counts a failure; on success it records the password c authenticated
+// with (conn.pass), for a rotation to find.
+func (a *auth) check(c *conn, user, pw []byte) bool {
+	sum := sha256.Sum256(pw)
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	d := a.digests.Load()
 	if d == nil {
+		c.pass = &a.none
 		return true
 	}
-	sum := sha256.Sum256(pw)
-	ok := 0
+	ok, match := 0, 0
 	for i := range *d {
-		ok |= subtle.ConstantTimeCompare(sum[:], (*d)[i][:])
+		eq := subtle.ConstantTimeCompare(sum[:], (*d)[i][:])
+		ok |= eq
+		match = subtle.ConstantTimeSelect(eq, i, match)
 	}
 	if user != nil && string(user) != defaultUser {
 		ok = 0
@@ -164,6 +219,22 @@ func (a *auth) check(user, pw []byte) bool {
 		a.failures.Inc()
 		return false
 	}
+	c.pass = &(*d)[match]
+	return true
+}
+
+// open reports whether no password is in force, and then records that c
+// connected so: a rotation that sets passwords closes it.
+func (a *auth) open(c *conn) bool {
+	if a.required() {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.digests.Load() != nil {
+		return false // set meanwhile
+	}
+	c.pass = &a.none
 	return true
 }
 
@@ -171,7 +242,7 @@ func (a *auth) check(user, pw []byte) bool {
 // not send; false: the command may run.
 func (c *conn) gate(k cmdKind) bool {
 	a := c.s.auth
-	if !a.required() {
+	if a.open(c) {
 		c.authed = true // until a password is set, a connection needs none
 		return false
 	}
@@ -202,7 +273,7 @@ func (c *conn) auth(args [][]byte) result {
 		c.wbuf = resp.AppendSimple(c.wbuf, "OK")
 		return resOK
 	}
-	if !c.s.auth.check(user, pw) {
+	if !c.s.auth.check(c, user, pw) {
 		c.wbuf = resp.AppendError(c.wbuf, replyWrongPass)
 		c.wrongPassword()
 		return resError
@@ -234,7 +305,7 @@ func (c *conn) helloAuth(user, pw []byte) bool {
 		c.wbuf = resp.AppendError(c.wbuf, replyHelloAuth)
 		return false
 	}
-	if !c.s.auth.check(user, pw) {
+	if !c.s.auth.check(c, user, pw) {
 		c.wbuf = resp.AppendError(c.wbuf, replyWrongPass)
 		c.wrongPassword()
 		return false

@@ -142,7 +142,8 @@ func TestAuth(t *testing.T) {
 			r.expectClosed()
 
 			// Rotation: old and new both accepted, then only the new; a
-			// connection authenticated before stays so, as in Redis.
+			// connection authenticated with the new one stays so (those
+			// of the old are closed: TestRotationClosesOldPasswords).
 			w.srv.SetPasswords([][]byte{[]byte("s3cret"), []byte("n3w")})
 			for _, pw := range []string{"s3cret", "n3w"} {
 				r = w.dial(t)

@@ -51,11 +51,20 @@ type Config struct {
 	// that serves instead of being refused on every call. False keeps the
 	// connection open, for clients that retry elsewhere by themselves.
 	CloseOnNoLease bool
+	// ProtectedMode is Redis's protected-mode: while no password is set
+	// (SetPasswords), a connection to the ID port from an address other
+	// than loopback is answered -DENIED, saying how to fix it, and closed,
+	// unless it presented a verified client certificate on the TLS port.
+	// A worker started without a password serves only its own host until
+	// one is set or this is turned off (for a network nothing untrusted
+	// reaches).
+	ProtectedMode bool
 }
 
 // DefaultConfig listens on :7609 with up to 10,000 connections, a 5-minute
 // idle timeout, 10 s to finish a started request or a write, and 5 s to
-// drain; the admin HTTP server takes up to 256 connections.
+// drain; the admin HTTP server takes up to 256 connections; protected mode
+// is on.
 func DefaultConfig() Config {
 	return Config{
 		Listen:              ":7609",
@@ -67,6 +76,7 @@ func DefaultConfig() Config {
 		HTTPMaxConns:        256,
 		HTTPMaxConnsPerAddr: 32,
 		CloseOnNoLease:      true,
+		ProtectedMode:       true,
 	}
 }
 

@@ -1,7 +1,9 @@
 package worker
 
 import (
+	"crypto/sha256"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/snowfleet/snowfleet/worker/resp"
@@ -83,6 +85,13 @@ type conn struct {
 	// authed: the connection has authenticated, or connected while no
 	// password was set (auth.go).
 	authed bool
+	// pass is the digest of the password it authenticated with (auth.none
+	// without one); nil until then. Guarded by auth.mu: SetPasswords
+	// reads it to close the connections of a password rotated out.
+	pass *[sha256.Size]byte
+	// revoked: a rotation closed it (Server.revoke); its epoll loop, if
+	// any, closes its socket.
+	revoked atomic.Bool
 	// wrongPasswords counts its WRONGPASS replies; closeAfter closes it
 	// after the current reply (MaxWrongPasswords reached).
 	wrongPasswords int

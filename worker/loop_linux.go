@@ -37,6 +37,9 @@ type loop struct {
 	mu       sync.Mutex
 	incoming []*evConn // handed over by adopt
 	killed   atomic.Bool
+	// revoking: some connection was revoked (Server.revoke); the next
+	// wake-up closes every one so marked.
+	revoking atomic.Bool
 	// exited: run returned and closed the wake pipe; wake writes nothing
 	// then, since the fd numbers may already be another socket's.
 	exited bool
@@ -157,6 +160,12 @@ func (l *loop) wakeLocked() {
 	}
 	b := [1]byte{1}
 	_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(l.wakeW), uintptr(unsafe.Pointer(&b[0])), 1)
+}
+
+// revoke makes the loop close its revoked connections.
+func (l *loop) revoke() {
+	l.revoking.Store(true)
+	l.wake()
 }
 
 // kill makes the loop close every connection, written or not, and stop.
@@ -400,6 +409,13 @@ func (l *loop) woken() {
 		}
 		l.conns[e.fd] = e
 		l.n++
+	}
+	if l.revoking.Swap(false) {
+		for _, e := range l.conns {
+			if e != nil && e.c.revoked.Load() {
+				l.close(e)
+			}
+		}
 	}
 	killed, draining := l.killed.Load(), l.s.draining.Load()
 	if !killed && !draining {

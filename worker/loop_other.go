@@ -13,3 +13,4 @@ func (l *loop) adopt(*conn, net.Conn) bool { return false }
 func (l *loop) run()                       {}
 func (l *loop) wake()                      {}
 func (l *loop) kill()                      {}
+func (l *loop) revoke()                    {}

@@ -18,8 +18,10 @@ type metrics struct {
 	// adminRefused counts admin connections closed at once: their remote
 	// address held HTTPMaxConnsPerAddr already (AdminListener).
 	adminRefused prometheus.Counter
-	protoErrs    prometheus.Counter
-	timeouts     [timeoutWrite + 1]prometheus.Counter // by timeoutKind
+	// denied counts connections refused by protected mode (protected.go).
+	denied    prometheus.Counter
+	protoErrs prometheus.Counter
+	timeouts  [timeoutWrite + 1]prometheus.Counter // by timeoutKind
 }
 
 // newMetrics makes the server's metrics, per command of cmds, and registers
@@ -56,6 +58,10 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) 
 			Name: "snowflake_worker_admin_connections_refused_total",
 			Help: "Admin HTTP connections closed at once because their remote address held HTTPMaxConnsPerAddr already.",
 		}),
+		denied: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_connections_denied_total",
+			Help: "Client connections from a non-loopback address answered -DENIED and closed by protected mode (no password set, --protected-mode yes).",
+		}),
 		protoErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_worker_protocol_errors_total",
 			Help: "Connections closed for a malformed request.",
@@ -78,7 +84,7 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) 
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{ids, requests, latency, m.conns, m.connsTotal,
-			m.rejected, m.adminRefused, m.protoErrs, timeouts} {
+			m.rejected, m.adminRefused, m.denied, m.protoErrs, timeouts} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 // ErrServerClosed: Serve was called on a server that was shut down.
@@ -156,6 +158,13 @@ func (s *Server) accept(ln net.Listener) error {
 			s.reject(nc)
 			continue
 		}
+		// A TLS connection is asked after its handshake (serveConn): its
+		// client certificate counts.
+		if _, plain := nc.(*net.TCPConn); plain && s.protectedDenies(nc) {
+			s.m.denied.Inc()
+			s.refuse(nc, "-"+replyDenied+"\r\n")
+			continue
+		}
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
@@ -229,17 +238,23 @@ func (s *Server) rejectTLS(nc net.Conn) {
 const maxRejectLingers = 64
 
 // reject answers one connection past MaxConns, as Redis does, and closes
-// it, lingering (in a goroutine of its own) so that a client that already
-// sent a request reads the error instead of a reset; the accept loop never
-// waits on it for long.
+// it (refuse; a TLS one off the accept loop, rejectTLS).
 func (s *Server) reject(nc net.Conn) {
 	s.m.rejected.Inc()
 	if _, plain := nc.(*net.TCPConn); !plain {
 		s.rejectTLS(nc)
 		return
 	}
+	s.refuse(nc, "-ERR max number of clients reached\r\n")
+}
+
+// refuse writes reply to a plaintext connection the server will not serve
+// and closes it, lingering (in a goroutine of its own) so that a client
+// that already sent a request reads the error instead of a reset; the
+// accept loop never waits on it for long.
+func (s *Server) refuse(nc net.Conn, reply string) {
 	_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-	_, err := nc.Write([]byte("-ERR max number of clients reached\r\n"))
+	_, err := nc.Write([]byte(reply))
 	tc, ok := nc.(*net.TCPConn)
 	if err != nil || !ok {
 		nc.Close()
@@ -267,6 +282,12 @@ func (s *Server) serveConn(g *goConn) {
 		s.release(g.c)
 	}()
 	if !s.handshake(g.nc) {
+		return
+	}
+	if s.protectedDenies(g.nc) {
+		s.m.denied.Inc()
+		g.c.wbuf = resp.AppendError(g.c.wbuf, replyDenied)
+		g.lingerClose()
 		return
 	}
 	g.serve()
@@ -358,6 +379,27 @@ func (s *Server) closeAll() {
 	}
 	for c := range s.conns {
 		c.nc.Close()
+	}
+}
+
+// revoke closes conns from outside their transports (a rotation dropped
+// their password): a goroutine's read or write fails on its closed socket;
+// an epoll loop, woken once, closes the duplicates it serves (loop.woken).
+// Each is closed on a goroutine of its own: a TLS close writes an alert,
+// which may wait on a client that does not read.
+func (s *Server) revoke(conns []*conn) {
+	if len(conns) == 0 {
+		return
+	}
+	for _, c := range conns {
+		c.revoked.Store(true)
+		go c.nc.Close()
+	}
+	s.mu.Lock()
+	loops := s.loops
+	s.mu.Unlock()
+	for _, l := range loops {
+		l.revoke()
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 )
 
 // slotMapReader is what /slots reads the map through: a
-// *coordinator.Coordinator, on its own ZooKeeper session.
+// *coordinator.Coordinator, which reads it on a session of its own, not
+// the lease's.
 type slotMapReader interface {
 	ReadSlotMap(ctx context.Context) (coordinator.SlotMap, error)
 	Root() string

@@ -9,8 +9,9 @@ import (
 )
 
 // /slots and /slots.json read the map (about 1,030 ZooKeeper requests) at
-// most once per slotsCacheTTL whatever the request rate: 50 requests at
-// once share one read, and a later one after the TTL reads again.
+// most once per slotsCacheTTL whatever the request rate: 20 requests at
+// once share one read (one per TTL they span, on a loaded machine), and a
+// later one after the TTL reads again.
 func TestSlotsCached(t *testing.T) {
 	zk := startZK(t)
 	w := startWorker(t, zk.Addr(), true, nil)
@@ -28,12 +29,16 @@ func TestSlotsCached(t *testing.T) {
 		return v.Now
 	}
 	first := get()
+	start := time.Now()
 	var (
 		mu    sync.Mutex
 		reads = map[time.Time]bool{}
 		wg    sync.WaitGroup
 	)
-	for range 50 {
+	// 20, not more: each renders 1,024 slots of indented JSON, and 50 at
+	// once under -race starved ZooKeeper's sessions (the lease's too) on
+	// two loaded cores, which is not what this test is about.
+	for range 20 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -44,8 +49,14 @@ func TestSlotsCached(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if len(reads) != 1 || !reads[first] {
-		t.Errorf("50 requests within the TTL were served from %d reads (%v), want the one of the first request (%v)", len(reads), reads, first)
+	// On a loaded machine the 20 may take longer than the TTL to be
+	// served: one read per TTL they spanned, and one more, at most.
+	spanned := time.Since(start)
+	if most := int(spanned/slotsCacheTTL) + 1; len(reads) > most {
+		t.Errorf("20 requests over %v were served from %d reads (%v), want at most %d (one per %v)", spanned, len(reads), reads, most, slotsCacheTTL)
+	}
+	if spanned < slotsCacheTTL && !reads[first] {
+		t.Errorf("20 requests within the TTL were not served the first request's read (%v): %v", first, reads)
 	}
 	time.Sleep(slotsCacheTTL + 100*time.Millisecond)
 	if again := get(); !again.After(first) {

@@ -54,6 +54,22 @@ func (f TLSFiles) Validate() error {
 	return nil
 }
 
+// tls12Suites are the suites a TLS 1.2 client may get: AEAD ciphers
+// with an ephemeral key exchange (forward secrecy) only, as Mozilla's
+// "intermediate" profile. Go's defaults also take ECDHE with AES-CBC and
+// SHA-1, which are open to padding-oracle attacks (Lucky13) and carry no
+// AEAD. TLS 1.3 suites are not configurable and are all AEAD.
+func tls12Suites() []uint16 {
+	return []uint16{
+		tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+		tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+		tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+		tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+	}
+}
+
 // tlsReloadEvery is how often a handshake may look at the files' mtimes:
 // a rotated certificate (a Kubernetes secret) is in force within it.
 const tlsReloadEvery = time.Second
@@ -102,7 +118,7 @@ func NewCertReloader(files TLSFiles, log hclog.Logger, reg prometheus.Registerer
 			return nil, fmt.Errorf("register tls metrics: %w", err)
 		}
 	}
-	r.base = &tls.Config{MinVersion: tls.VersionTLS12, GetConfigForClient: r.forClient}
+	r.base = &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: tls12Suites(), GetConfigForClient: r.forClient}
 	return r, nil
 }
 
@@ -141,7 +157,7 @@ func (f TLSFiles) load() (*tls.Config, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: certificate %s, key %s: %w", ErrTLSFiles, f.CertFile, f.KeyFile, err)
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: tls12Suites(), Certificates: []tls.Certificate{cert}}
 	if f.CAFile != "" {
 		pem, err := os.ReadFile(f.CAFile)
 		if err != nil {

@@ -159,6 +159,9 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("Go client with a wrong password: %v", err)
 	}
 	w.srv.SetPasswords(nil)
+	// Setting the password closed go-redis's connection, which had needed
+	// none: a new client.
+	gr = w.client(func(o *redis.Options) { o.Addr, o.TLSConfig = addr, p.clientTLS(true) })
 
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {

@@ -14,7 +14,8 @@ import (
 // passwords reads --requirepass-file at start (a bad file is a flag
 // error: exit 2) and again on every SIGHUP, when a bad file is logged and
 // the passwords in force are kept: a typo during a rotation must not open
-// the service nor lock every client out.
+// the service nor lock every client out. A good file closes the
+// connections authenticated with a password no longer in it.
 type passwords struct {
 	path string
 	// tokenPath is --http-token-file, re-read on the same SIGHUP.
@@ -55,7 +56,8 @@ func (p *passwords) reloadLoop(ctx context.Context) error {
 			p.log.Error("SIGHUP: cannot re-read --requirepass-file; the passwords in force stay", "error", err)
 			continue
 		}
-		p.srv.SetPasswords(pws)
-		p.log.Info("SIGHUP: passwords re-read", "file", p.path, "passwords", len(pws))
+		closed := p.srv.SetPasswords(pws)
+		p.log.Info("SIGHUP: passwords re-read", "file", p.path, "passwords", len(pws),
+			"closed_connections", closed)
 	}
 }

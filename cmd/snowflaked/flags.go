@@ -104,6 +104,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.IntVar(&w.HTTPMaxConns, work("HTTPMaxConns", "http-max-conns"), w.HTTPMaxConns, "most admin HTTP connections open at once; more wait in the kernel's backlog until one closes")
 	fs.IntVar(&w.HTTPMaxConnsPerAddr, work("HTTPMaxConnsPerAddr", "http-max-conns-per-addr"), w.HTTPMaxConnsPerAddr, "most admin HTTP connections open at once from one remote address; more from it are closed at once, so the probes get in")
 	fs.BoolVar(&w.CloseOnNoLease, work("CloseOnNoLease", "close-on-nolease"), w.CloseOnNoLease, "close a client connection after answering -NOLEASE or -CLOCKBACK, so a client pooled behind a load balancer reconnects to a worker that serves")
+	fs.Var(yesNoFlag{&w.ProtectedMode}, work("ProtectedMode", "protected-mode"), "Redis's protected-mode, `yes|no`; with yes and no --requirepass-file, clients of the ID port from other hosts than this one get -DENIED and a close (a TLS client with a verified certificate is served); no serves every host without a password, for a network nothing untrusted reaches")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, how long /readyz answers 503 while IDs are still served, before the drain (give balancers time to drop the worker; 5s on Kubernetes)")
 	fs.StringVar(&o.httpTokenFile, "http-token-file", "", "file holding the bearer token /status, /slots and /metrics require (one per line, two during a rotation, at least 16 bytes, not accessible to others; re-read on SIGHUP); /healthz and /readyz stay open (default none: all open)")
 	fs.StringVar(&o.requirepassFile, "requirepass-file", "", "file holding the password clients must AUTH with (Redis's requirepass), one per line, two during a rotation; re-read on SIGHUP; must not be accessible to others (default none: AUTH accepts anything)")
@@ -242,6 +243,31 @@ func (f pathsFlag) String() string {
 func (f pathsFlag) Set(s string) error {
 	for _, item := range strings.Split(s, ",") {
 		*f.p = append(*f.p, strings.TrimSpace(item))
+	}
+	return nil
+}
+
+// yesNoFlag binds a Redis-style yes|no flag (--protected-mode) to a bool.
+type yesNoFlag struct{ p *bool }
+
+func (f yesNoFlag) String() string {
+	switch {
+	case f.p == nil:
+		return ""
+	case *f.p:
+		return "yes"
+	}
+	return "no"
+}
+
+func (f yesNoFlag) Set(s string) error {
+	switch strings.ToLower(s) {
+	case "yes":
+		*f.p = true
+	case "no":
+		*f.p = false
+	default:
+		return fmt.Errorf("want yes or no, got %q", s)
 	}
 	return nil
 }

@@ -43,6 +43,8 @@ func TestFlagsBindConfigFields(t *testing.T) {
 			before := f.Interface()
 			probe := map[reflect.Kind]string{reflect.String: "x:1", reflect.Int: "7", reflect.Int64: "7ms", reflect.Slice: "h:1,h:2"}[f.Kind()]
 			switch {
+			case name == "protected-mode": // Redis's yes|no
+				probe = map[bool]string{true: "no", false: "yes"}[f.Bool()]
 			case f.Kind() == reflect.Bool:
 				probe = strconv.FormatBool(!f.Bool())
 			case f.Type() == reflect.TypeOf(snowflake.Refuse):

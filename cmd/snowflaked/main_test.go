@@ -55,6 +55,8 @@ func TestFlags(t *testing.T) {
 		{[]string{"--listen", "7609"}, nil, 2, `--listen "7609": want host:port`},
 		{[]string{"--listen", ""}, nil, 2, `--listen "" turns the plaintext ID port off, and there is no --tls-listen`},
 		{[]string{"--shutdown-delay", "-1s"}, nil, 2, "--shutdown-delay -1s: want 0..10m"},
+		{[]string{"--protected-mode", "maybe"}, nil, 2, `invalid value "maybe" for flag -protected-mode: want yes or no, got "maybe"`},
+		{nil, map[string]string{"SNOWFLAKE_PROTECTED_MODE": "off"}, 2, `"SNOWFLAKE_PROTECTED_MODE": want yes or no, got "off"`},
 		{[]string{"extra"}, nil, 2, `unexpected argument "extra"`},
 		{[]string{"--tls-listen", ":0", "--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/nonexistent/k.pem", "--tls-auth-clients", "no"}, nil, 2, `--tls-cert-file "/nonexistent/c.pem", --tls-key-file "/nonexistent/k.pem", --tls-ca-cert-file "", --tls-auth-clients no: bad TLS files`},
 		{[]string{"--tls-listen", ":0", "--tls-cert-file", "c", "--tls-key-file", "k"}, nil, 2, "needs a CA file"},

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,7 +21,8 @@ import (
 // The binary with every security option at once: ZooKeeper over TLS only
 // (--zk-tls-*), the admin port over TLS (--http-tls), and a password
 // (--requirepass-file) that SIGHUP rotates: after the file is replaced and
-// the signal sent, the new password works and the old one is refused.
+// the signal sent, the new password works, the old one is refused, and a
+// connection authenticated with the old one is closed.
 func TestDaemonSecurity(t *testing.T) {
 	bin := build(t)
 	certs := zktest.NewCerts(t)
@@ -64,6 +67,22 @@ func TestDaemonSecurity(t *testing.T) {
 		t.Fatalf("NEXTID with the password = %q", out)
 	}
 
+	// A connection authenticated with the old password, held across the
+	// rotation: closed by it.
+	held, err := net.DialTimeout("tcp", "127.0.0.1:"+d.port, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	heldR := bufio.NewReader(held)
+	_ = held.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := held.Write([]byte("AUTH old-secret-0123456789\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := heldR.ReadString('\n'); line != "+OK\r\n" {
+		t.Fatalf("AUTH with the old password: %q, %v", line, err)
+	}
+
 	writeSecret(t, pw, "new-secret-0123456789\n")
 	if err := d.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -77,6 +96,15 @@ func TestDaemonSecurity(t *testing.T) {
 	}
 	if out := cli("-a", "old-secret-0123456789", "NEXTID"); !strings.Contains(out, "WRONGPASS") {
 		t.Fatalf("the old password after the rotation: %q, want WRONGPASS", out)
+	}
+	_ = held.SetDeadline(time.Now().Add(10 * time.Second))
+	if line, err := heldR.ReadString('\n'); err == nil {
+		t.Fatalf("the connection authenticated with the old password is still open after the rotation: read %q", line)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the connection authenticated with the old password is still open 10s after the rotation")
+	}
+	if !strings.Contains(d.out.String(), "closed_connections=1") {
+		t.Errorf("the rotation's log does not say it closed one connection:\n%s", d.out.String())
 	}
 	if strings.Contains(d.out.String(), "old-secret") || strings.Contains(d.out.String(), "new-secret") {
 		t.Fatal("a password is in the log")
