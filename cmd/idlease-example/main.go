@@ -24,6 +24,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	oklog "github.com/oklog/run"
 
+	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/idlease"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -49,11 +50,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	every := fs.Duration("every", 0, "pause between IDs")
 	openTimeout := fs.Duration("open-timeout", 30*time.Second, "how long to wait for a slot")
 	wait := fs.Duration("wait", 10*time.Second, "how long one ID may wait for the lease (a re-claim)")
+	authFile := fs.String("zk-auth-file", "", "`file` holding the workers' ZooKeeper identity, user:password (make up writes one into the zk-worker volume)")
+	fs.BoolVar(&cfg.Insecure, "zk-insecure", false, "run without ZooKeeper credentials, against a fleet made with snowflakectl init --zk-insecure")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	cfg.Servers = strings.Split(*zk, ",")
 	var err error
+	if *authFile != "" {
+		if cfg.Auth, err = coordinator.ReadAuthFile(*authFile); err != nil {
+			fmt.Fprintf(stderr, "idlease-example: --zk-auth-file: %v\n", err)
+			return 2
+		}
+	}
 	if cfg.OnClockBack, err = snowflake.ParseClockBackPolicy(*clockBack); err != nil {
 		fmt.Fprintf(stderr, "idlease-example: --on-clock-back: %v\n", err)
 		return 2

@@ -26,6 +26,7 @@ func BenchmarkEmbedded(b *testing.B) {
 	initRoot(b, obs, "/bench")
 	cfg := DefaultConfig()
 	cfg.Servers, cfg.Root = []string{zs.Addr()}, "/bench"
+	cfg.Insecure = true // the test ZooKeeper has no credentials
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	l, err := Open(ctx, cfg, nil, nil)
 	cancel()

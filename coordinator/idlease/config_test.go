@@ -17,8 +17,14 @@ func TestEmbeddedConfig(t *testing.T) {
 		d.Horizon != cd.Horizon || d.Datacenter != cd.Datacenter || d.Root != cd.Root {
 		t.Fatalf("DefaultConfig %+v: want the coordinator's defaults with kind embedded and a program", d)
 	}
+	// As the coordinator's: no credentials and not Insecure is refused.
+	var ce *snowflake.ConfigError
+	if err := d.Validate(); !errors.As(err, &ce) || ce.Field != "Insecure" {
+		t.Fatalf("DefaultConfig without credentials: Validate = %v; want a *snowflake.ConfigError naming Insecure", err)
+	}
+	d.Auth = "app:a-long-enough-secret"
 	if err := d.Validate(); err != nil {
-		t.Fatalf("DefaultConfig does not validate: %v", err)
+		t.Fatalf("DefaultConfig with credentials does not validate: %v", err)
 	}
 	for _, tc := range []struct {
 		field string
@@ -31,6 +37,7 @@ func TestEmbeddedConfig(t *testing.T) {
 		{"Program", func(c *Config) { c.Program = "two\nlines" }},
 	} {
 		c := DefaultConfig()
+		c.Auth = "app:a-long-enough-secret"
 		tc.edit(&c)
 		err := c.Validate()
 		var ce *snowflake.ConfigError
@@ -42,6 +49,7 @@ func TestEmbeddedConfig(t *testing.T) {
 		}
 	}
 	c := DefaultConfig()
+	c.Auth = "app:a-long-enough-secret"
 	c.Kind, c.Program = "", ""
 	if err := c.Validate(); err != nil {
 		t.Fatalf("empty kind and program: %v; want them filled", err)

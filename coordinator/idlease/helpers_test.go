@@ -22,6 +22,7 @@ const testDC = 5
 func testConfig(root string, servers ...string) Config {
 	cfg := DefaultConfig()
 	cfg.Servers, cfg.Root, cfg.Program = servers, root, "idlease-test"
+	cfg.Insecure = true // the test ZooKeeper has no credentials
 	cfg.SessionTimeout = 2 * time.Second
 	cfg.Renew = 200 * time.Millisecond
 	cfg.Horizon = time.Second

@@ -72,7 +72,7 @@ type child struct {
 
 func startChild(t *testing.T, root string, servers ...string) *child {
 	t.Helper()
-	args := []string{"--zk", strings.Join(servers, ","), "--zk-root", root, "--count", "0", "--every", "1ms",
+	args := []string{"--zk-insecure", "--zk", strings.Join(servers, ","), "--zk-root", root, "--count", "0", "--every", "1ms",
 		"--session-timeout", "2s", "--renew", "200ms", "--horizon", "1s", "--wait", "5s"}
 	cmd := exec.Command(exampleBinary(t), args...)
 	cmd.Stderr = testWriter{t}

@@ -27,6 +27,7 @@ func TestEmbeddedLeaseNotDiscovered(t *testing.T) {
 	fleettest.InitFleet(t, []string{zks.Addr()}, root, "", coordinator.ZKTLS{})
 	ecfg := idlease.DefaultConfig()
 	ecfg.Servers, ecfg.Root, ecfg.SessionTimeout = []string{zks.Addr()}, root, 2*time.Second
+	ecfg.Insecure = true
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	lease, err := idlease.Open(ctx, ecfg, nil, nil)
