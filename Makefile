@@ -104,12 +104,15 @@ integration:
 integration-mutants:
 	SNOWFLEET_MUTANTS=1 $(GO) test -tags integration -count=1 -timeout 40m -v -run '^TestMutants$$' ./integration/
 
-## check: what CI runs. Nothing skips unless asked: SNOWFLEET_SKIP_ZK=1 skips
-## the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the Docker suite (not with CI=true)
+## check: what CI runs. Nothing skips unless asked (internal/testenv):
+## SNOWFLEET_SKIP_ZK=1 skips the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the
+## Docker suite, SNOWFLEET_SKIP_CLIENTS=1 the tests of redis-cli, redis-py,
+## node-redis and HAProxy (none with CI=true)
 check: deps lint model rules k8s test integration
 	@skipped=; \
 	if [ "$$SNOWFLEET_SKIP_ZK" = 1 ]; then skipped="the ZooKeeper tests (SNOWFLEET_SKIP_ZK=1)"; fi; \
 	if [ "$$SNOWFLEET_SKIP_DOCKER" = 1 ]; then skipped="$${skipped:+$$skipped and }the Docker suite (SNOWFLEET_SKIP_DOCKER=1)"; fi; \
+	if [ "$$SNOWFLEET_SKIP_CLIENTS" = 1 ]; then skipped="$${skipped:+$$skipped and }the client tool tests (SNOWFLEET_SKIP_CLIENTS=1)"; fi; \
 	if [ -n "$$skipped" ]; then echo "check: ok, but SKIPPED by request: $$skipped"; else echo "check: ok, nothing skipped"; fi
 
 clean:
