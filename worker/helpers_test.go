@@ -69,9 +69,8 @@ func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config
 		mutateCoord(&cc)
 	}
 	fleettest.InitFleet(t, cc.Servers, cc.Root, cc.Auth, cc.TLS)
-	log := hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{t}})
 	reg := prometheus.NewRegistry()
-	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
+	coord, err := coordinator.New(cc, testLog(t).Named("coordinator"), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,14 +106,13 @@ func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config
 // stopLease (nil for none), then closes the admin server.
 func serve(t testing.TB, lease Lease, reg *prometheus.Registry, mutate func(*Config), stopLease func()) *testWorker {
 	t.Helper()
-	log := hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{t}})
 	cfg := DefaultConfig()
 	cfg.Version = "test"
 	cfg.NoEventLoop = noEventLoop
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	srv, err := New(cfg, lease, log.Named("worker"), reg)
+	srv, err := New(cfg, lease, testLog(t).Named("worker"), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +225,11 @@ func (r *raw) expectClosed() {
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		r.t.Fatalf("connection still open after 5s")
 	}
+}
+
+// testLog logs warnings and errors into the test's log.
+func testLog(t testing.TB) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{t}})
 }
 
 type testWriter struct{ t testing.TB }
