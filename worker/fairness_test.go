@@ -13,14 +13,7 @@ import (
 )
 
 // TestFairness runs both transports under four hogs (issue 19).
-func TestFairness(t *testing.T) {
-	t.Run("loop", testFairness)
-	t.Run("goroutines", func(t *testing.T) {
-		noEventLoop = true
-		defer func() { noEventLoop = false }()
-		testFairness(t)
-	})
-}
+func TestFairness(t *testing.T) { bothServeModes(t, testFairness) }
 
 // hogBatch is what one hog sends in one write: 292 NEXTIDS 4096 (4 KiB),
 // each a whole millisecond of the generator.
