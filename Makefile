@@ -6,7 +6,7 @@ PKGS     := ./...
 # build with (go mod tidy writes it with its patch number, a toolchain name).
 GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps build test bench bench-embedded lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean
+.PHONY: all deps build test bench bench-embedded lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean diagram model rules screenshot k8s
 
 all: build
 
@@ -22,14 +22,14 @@ build:
 test:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(GO) test -race -count=1 -tags chaos -run Chaos ./cmd/snowflaked/
-	$(GO) test -count=1 -tags mutant ./snowflake/mutant/
 
 ## bench: the generator against bwmarrin/snowflake, side by side
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./snowflake/
 
 ## lint: formatting and vet, across every build tag in use, the portable path on
-## macOS and Windows, and worker/client with the oldest Go go.mod allows
+## macOS and Windows, worker/client with the oldest Go go.mod allows, and every
+## mutant's patch still applies (integration/mutants)
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -37,11 +37,7 @@ lint:
 	$(GO) vet -tags sim ./coordinator/
 	$(GO) vet -tags chaos ./cmd/snowflaked/
 	$(GO) vet -tags integration ./integration/
-	$(GO) vet -tags mutant $(PKGS)
-	$(GO) vet -tags 'chaos mutant' ./cmd/snowflaked/
-	@# The normal build holds no mutant: nothing in it names SNOWFLAKE_MUTANT.
-	@tmp=$$(mktemp -d) && CGO_ENABLED=0 $(GO) build -o $$tmp/snowflaked ./cmd/snowflaked && \
-		if grep -q SNOWFLAKE_MUTANT $$tmp/snowflaked; then rm -rf $$tmp; echo "lint: the normal snowflaked names SNOWFLAKE_MUTANT"; exit 1; fi; rm -rf $$tmp
+	integration/mutants/mutants.sh check
 	GOOS=darwin $(GO) vet $(PKGS)
 	GOOS=windows $(GO) build $(PKGS)
 	@# The toolchain itself, fetched once through the module proxy: what an
@@ -106,49 +102,48 @@ integration:
 	$(GO) test -tags integration -count=1 -timeout 25m -v ./integration/
 
 ## integration-mutants: the mutation proof, nightly-sized (not in check): each
-## deliberately broken worker (-tags mutant) must be caught by the suite's
-## checks; the last result is in integration/README.md#mutation-proof
+## deliberately broken worker (integration/mutants/<name>.patch, built from a
+## scratch copy of the tree) must be caught by the suite's checks; the last
+## result is in integration/README.md#mutation-proof
 integration-mutants:
 	SNOWFLEET_MUTANTS=1 $(GO) test -tags integration -count=1 -timeout 40m -v -run '^TestMutants$$' ./integration/
 
-## check: what CI runs. Nothing skips unless asked: SNOWFLEET_SKIP_ZK=1 skips
-## the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the Docker suite (not with CI=true)
+## check: what CI runs. Nothing skips unless asked (internal/testenv):
+## SNOWFLEET_SKIP_ZK=1 skips the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the
+## Docker suite, SNOWFLEET_SKIP_CLIENTS=1 the tests of redis-cli, redis-py,
+## node-redis and HAProxy (none with CI=true)
 check: deps lint model rules k8s test integration
 	@skipped=; \
 	if [ "$$SNOWFLEET_SKIP_ZK" = 1 ]; then skipped="the ZooKeeper tests (SNOWFLEET_SKIP_ZK=1)"; fi; \
 	if [ "$$SNOWFLEET_SKIP_DOCKER" = 1 ]; then skipped="$${skipped:+$$skipped and }the Docker suite (SNOWFLEET_SKIP_DOCKER=1)"; fi; \
+	if [ "$$SNOWFLEET_SKIP_CLIENTS" = 1 ]; then skipped="$${skipped:+$$skipped and }the client tool tests (SNOWFLEET_SKIP_CLIENTS=1)"; fi; \
 	if [ -n "$$skipped" ]; then echo "check: ok, but SKIPPED by request: $$skipped"; else echo "check: ok, nothing skipped"; fi
 
 clean:
 	rm -rf $(BIN)
 
 ## diagram: re-render the fleet picture in README.md (needs Graphviz: apt-get install -y graphviz)
-.PHONY: diagram
 diagram:
 	dot -Tsvg deploy/diagram/fleet.dot -o deploy/diagram/fleet.svg
 
 ## model: model-check the lease protocol with Spin (coordinator/model/README.md):
 ## it must hold within the stated bounds and every mutant must fail
-.PHONY: model
 model:
 	coordinator/model/run.sh quick
 
 ## rules: check the Prometheus alert rules and run their unit tests (promtool,
 ## from Debian's prometheus package: make deps)
-.PHONY: rules
 rules:
 	promtool check rules deploy/prometheus/rules.yml
 	promtool test rules deploy/prometheus/rules_test.yml
 
 ## screenshot: refresh deploy/slots.png, the /slots page of a live 3-worker
 ## fleet rendered by headless Chromium (the test that checks its DOM)
-.PHONY: screenshot
 screenshot:
 	SNOWFLEET_SCREENSHOT=$(CURDIR)/deploy/slots.png $(GO) test -count=1 -run TestSlotsPage ./cmd/snowflaked/
 
 ## k8s: check the Kubernetes manifests in deploy/k8s (strict decoding into
 ## k8s.io/api, flags, probes, ports, grace period against the binary); a
 ## module of its own, so the Kubernetes libraries stay out of go.mod
-.PHONY: k8s
 k8s:
 	cd deploy/k8s && $(GO) vet ./... && $(GO) test -count=1 ./...

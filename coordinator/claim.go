@@ -14,7 +14,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/snowflake"
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 )
 
 // protectedPrefix is go-zookeeper's (and Curator's) prefix of a protected
@@ -496,9 +495,6 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 		// The floor is the stored reservation, or the last timestamp the
 		// previous holder recorded if that is higher (a hand edit).
 		R := max(rec.ReservedUntilMs, rec.LastMs)
-		if mutant.Is(mutant.NoFloor) {
-			R = 0 // the mutant takes the slot as if nobody had held it
-		}
 		l.floor = R
 		if !s.waitPast(ctx, l, R) {
 			s.deleteLease(ctx, l)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/snowflake"
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 )
 
 // reservedUntil is the reservation rule: a holder reserves Horizon past its
@@ -63,9 +62,6 @@ func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exist
 func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, version int32) (*zk.Stat, writeResult, error) {
 	sp := SlotPath(s.c.cfg.Root, l.slot)
 	rec.Holder = l.name
-	if mutant.Is(mutant.BareSet) {
-		return s.bareSet(ctx, sp, encodeSlot(rec))
-	}
 	return s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: encodeSlot(rec), Version: version})
 }
 

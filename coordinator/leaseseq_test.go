@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/internal/testenv"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -20,7 +20,7 @@ import (
 // expression in the JVM the test ZooKeeper runs on.
 func zkSequences(t *testing.T, cversions []int64) []string {
 	t.Helper()
-	zktest.Require(t)
+	testenv.Require(t, "zookeeper")
 	var args []string
 	for _, v := range cversions {
 		args = append(args, fmt.Sprint(v))

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"github.com/snowfleet/snowfleet/snowflake"
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 )
 
 // Reason says why a lease may not issue IDs now.
@@ -111,13 +110,13 @@ func (c *Coordinator) readiness() Readiness {
 	switch {
 	case g.Sealed():
 		r.Reason = ReasonNoLease
-	case r.NowMs > r.CeilingMs && !mutant.Is(mutant.NoCeiling):
+	case r.NowMs > r.CeilingMs:
 		// The generator issues up to and including its ceiling; so does
 		// the verdict.
 		r.Reason = ReasonCeiling
-	case r.NowMs < r.LastIssuedMs-r.MaxBehindMs && !mutant.Is(mutant.ClockBack):
+	case r.NowMs < r.LastIssuedMs-r.MaxBehindMs:
 		r.Reason = ReasonClockBack
-	case logical && r.NowMs < r.LastIssuedMs && r.LastIssuedMs >= r.CeilingMs && !mutant.Is(mutant.ClockBack):
+	case logical && r.NowMs < r.LastIssuedMs && r.LastIssuedMs >= r.CeilingMs:
 		// Ahead of the clock and at the ceiling: the logical clock has
 		// nowhere to go until the clock catches up or the ceiling rises.
 		r.Reason = ReasonClockBack

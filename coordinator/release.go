@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/snowflake"
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 )
 
 // release seals the generator, lowers the reservation to the highest
@@ -26,7 +25,7 @@ func (s *session) release(l *lease, gen *snowflake.Generator) {
 		issued = last
 	}
 	lowered := false
-	for attempt := 0; attempt < 2 && ctx.Err() == nil && !mutant.Is(mutant.NoRelease); attempt++ {
+	for attempt := 0; attempt < 2 && ctx.Err() == nil; attempt++ {
 		lowest := SlotRecord{ReservedUntilMs: target, LastMs: issued, UpdatedMs: c.nowMs()}
 		_, res, _ := s.writeSlot(ctx, l, lowest, l.version)
 		if res == writeOK {

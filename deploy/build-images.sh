@@ -2,16 +2,17 @@
 # build-images.sh builds the fleet's images without any registry:
 #   snowfleet/snowflaked:latest  static snowflaked + snowflakectl, FROM scratch
 #   snowfleet/snowflaked:chaos   the same built with -tags chaos (movable clock)
-#   snowfleet/snowflaked:mutant  -tags 'chaos mutant': SNOWFLAKE_MUTANT=<name>
-#                                breaks the worker on purpose (make
+#   snowfleet/snowflaked:mutant-<name>  the chaos build of a scratch copy of
+#                                the tree with integration/mutants/<name>.patch
+#                                applied: a worker broken on purpose (make
 #                                integration-mutants; built only when asked)
 #   snowfleet/zookeeper:3.8      Debian's ZooKeeper 3.8 on a debootstrapped base
 #   snowfleet/prometheus:latest  Debian's Prometheus on the same base, with rules
 # The ZooKeeper base (debootstrap, about a minute) is made once: skipped while
 # the base image exists, re-imported from the cached rootfs tarball otherwise.
 #
-# Usage: deploy/build-images.sh [worker] [chaos] [mutant] [zookeeper] [prometheus]
-#        (default: all but mutant)
+# Usage: deploy/build-images.sh [worker] [chaos] [mutant | mutant-<name>] [zookeeper] [prometheus]
+#        (default: all but the mutants; mutant: every one)
 #        deploy/build-images.sh clean   (remove them, the base and the cache)
 # Env: ZK_IMAGE (an image you already have, e.g. zookeeper:3.8, is left alone;
 #      likewise PROMETHEUS_IMAGE, e.g. prom/prometheus),
@@ -19,34 +20,47 @@
 set -euo pipefail
 # shellcheck source=deploy/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+MUTANTS=$SNOWFLEET_ROOT/integration/mutants/mutants.sh
 
 # Reproducible Go builds: no cgo, no paths, no VCS stamp, no build ID, files
 # in the build context with a fixed mtime. The version (shown by INFO,
 # /status and the lease node) is the commit, so it is the same for the same
 # tree: VERSION overrides it.
-go_build() { # out-dir tags
-	local out=$1 tags=$2 version revision
-	version=${VERSION:-$(git -C "$SNOWFLEET_ROOT" describe --always --dirty 2>/dev/null || echo dev)}
+go_build() { # out-dir tags [source-dir [version-suffix]]
+	local out=$1 tags=$2 src=${3:-$SNOWFLEET_ROOT} version revision
+	version=${VERSION:-$(git -C "$SNOWFLEET_ROOT" describe --always --dirty 2>/dev/null || echo dev)}${4:-}
 	# snowflake_build_info{revision}: the commit (the VCS stamp is off).
 	revision=$(git -C "$SNOWFLEET_ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
 	mkdir -p "$out"
-	(cd "$SNOWFLEET_ROOT" &&
+	(cd "$src" &&
 		CGO_ENABLED=0 GOOS=linux GOFLAGS=-buildvcs=false go build -trimpath -tags "$tags" \
 			-ldflags="-s -w -buildid= -X main.version=$version -X main.revision=$revision" -o "$out/" ./cmd/snowflaked ./cmd/snowflakectl) || return 1
 	touch -d @0 "$out"/*
 }
 
-build_worker() { # image tags
-	local image=$1 tags=$2 ctx size
+build_worker() { # image tags [source-dir [version-suffix [docker-build-args...]]]
+	local image=$1 tags=$2 src=${3:-} suffix=${4:-} ctx size
+	shift $(($# < 4 ? $# : 4))
 	ctx=$(mktemp -d)
-	log "building $image (go build -tags '$tags')"
-	go_build "$ctx" "$tags" || { rm -rf "$ctx"; die "go build failed"; }
+	log "building $image (go build -tags '$tags'${src:+ in $src})"
+	go_build "$ctx" "$tags" "$src" "$suffix" || { rm -rf "$ctx"; die "go build failed"; }
 	cp "$SNOWFLEET_ROOT/deploy/worker/Dockerfile" "$ctx/Dockerfile"
 	touch -d @0 "$ctx/Dockerfile"
 	size=$(du -ch "$ctx/snowflaked" "$ctx/snowflakectl" | tail -1 | cut -f1)
-	docker_build -t "$image" "$ctx" || { rm -rf "$ctx"; die "docker build of $image failed"; }
+	docker_build "$@" -t "$image" "$ctx" || { rm -rf "$ctx"; die "docker build of $image failed"; }
 	rm -rf "$ctx"
 	log "built $image ($size of binaries)"
+}
+
+# build_mutant builds the chaos worker from a scratch copy of the tree with
+# the mutant's patch applied, labelled snowfleet.mutant=<name> (the suite
+# checks the label of every worker it runs as that mutant).
+build_mutant() { # name
+	local name=$1 src
+	src=$(mktemp -d)
+	"$MUTANTS" tree "$name" "$src" || { rm -rf "$src"; die "mutant $name: the patch does not apply"; }
+	build_worker "$MUTANT_IMAGE-$name" chaos "$src" "-mutant-$name" --label "snowfleet.mutant=$name"
+	rm -rf "$src"
 }
 
 # docker_build runs the legacy builder offline, quiet unless it fails.
@@ -160,7 +174,8 @@ build_prometheus() {
 # clean removes the images this script makes (a ZK_IMAGE not ours is left
 # alone), the ZooKeeper base and the cached rootfs: the next build is cold.
 clean() {
-	local images=("$WORKER_IMAGE" "$CHAOS_IMAGE" "$MUTANT_IMAGE" "$ZK_BASE_IMAGE")
+	local images=("$WORKER_IMAGE" "$CHAOS_IMAGE" "$ZK_BASE_IMAGE") n
+	for n in $("$MUTANTS" names); do images+=("$MUTANT_IMAGE-$n"); done
 	if [[ $ZK_IMAGE == snowfleet/* ]]; then images+=("$ZK_IMAGE"); fi
 	if [[ $PROMETHEUS_IMAGE == snowfleet/* ]]; then images+=("$PROMETHEUS_IMAGE"); fi
 	for i in "${images[@]}"; do
@@ -178,11 +193,12 @@ main() {
 		case $w in
 		worker) build_worker "$WORKER_IMAGE" "" ;;
 		chaos) build_worker "$CHAOS_IMAGE" chaos ;;
-		mutant) build_worker "$MUTANT_IMAGE" "chaos mutant" ;;
+		mutant) for n in $("$MUTANTS" names); do build_mutant "$n"; done ;;
+		mutant-*) build_mutant "${w#mutant-}" ;;
 		zookeeper) build_zookeeper ;;
 		prometheus) build_prometheus ;;
 		clean) clean ;;
-		*) die "unknown image '$w' (want worker, chaos, mutant, zookeeper, prometheus, or clean)" ;;
+		*) die "unknown image '$w' (want worker, chaos, mutant, mutant-<name>, zookeeper, prometheus, or clean)" ;;
 		esac
 	done
 }

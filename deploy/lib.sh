@@ -9,7 +9,7 @@ SNOWFLEET_CACHE=${SNOWFLEET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/snowfleet}
 # ours: the compose file only uses the environment names both understand.
 WORKER_IMAGE=${WORKER_IMAGE:-snowfleet/snowflaked:latest}
 CHAOS_IMAGE=${CHAOS_IMAGE:-snowfleet/snowflaked:chaos}
-MUTANT_IMAGE=${MUTANT_IMAGE:-snowfleet/snowflaked:mutant}
+MUTANT_IMAGE=${MUTANT_IMAGE:-snowfleet/snowflaked:mutant} # + -<name>
 ZK_IMAGE=${ZK_IMAGE:-snowfleet/zookeeper:3.8}
 ZK_BASE_IMAGE=${ZK_BASE_IMAGE:-snowfleet/zookeeper-base:bookworm}
 PROMETHEUS_IMAGE=${PROMETHEUS_IMAGE:-snowfleet/prometheus:latest}

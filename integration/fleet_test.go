@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/snowfleet/snowfleet/internal/testenv"
 )
 
 // Bounds the suite asserts. Recovery is measured from the heal (or the
@@ -221,23 +223,14 @@ func (s *suite) run(t testing.TB, sc scenario) row {
 	return r
 }
 
-// requireDocker fails the test without a working Docker, so that the suite
-// never passes by skipping; SNOWFLEET_SKIP_DOCKER=1 skips it instead (a
-// developer's explicit opt-out, reported by make check), except in CI.
+// requireDocker fails the test without a working Docker and compose, so
+// that the suite never passes by skipping; go test -short or
+// SNOWFLEET_SKIP_DOCKER=1 skips it instead, except in CI (testenv.Require).
 func requireDocker(t *testing.T) {
 	t.Helper()
-	if os.Getenv("SNOWFLEET_SKIP_DOCKER") == "1" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SNOWFLEET_SKIP_DOCKER=1 with CI=true: the Docker suite may not skip in CI")
-		}
-		t.Skip("the Docker suite skipped by request (SNOWFLEET_SKIP_DOCKER=1)")
-	}
-	err := exec.Command("docker", "info").Run()
-	if err == nil {
-		_, err = composeCommand()
-	}
-	if err != nil {
-		t.Fatalf("Docker is not usable here: %v (make deps starts dockerd; SNOWFLEET_SKIP_DOCKER=1 skips this suite instead)", err)
+	testenv.Require(t, "docker")
+	if _, err := composeCommand(); err != nil {
+		t.Fatalf("Docker compose is not usable here: %v (make deps installs it; SNOWFLEET_SKIP_DOCKER=1 skips this suite instead)", err)
 	}
 }
 

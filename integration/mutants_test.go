@@ -16,12 +16,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 )
 
 // The mutation proof (make integration-mutants): for each deliberately
-// broken worker (snowflake/mutant, image snowfleet/snowflaked:mutant), a
+// broken worker (integration/mutants/<name>.patch, applied to a scratch copy
+// of the tree to build image snowfleet/snowflaked:mutant-<name>), a
 // fleet of it runs the scenarios that exercise the broken rule, with the
 // same checks as TestFleet; the mutant must be caught by one of the checks
 // that guard that rule. A mutant no check catches, or one caught only by
@@ -38,24 +37,49 @@ type mutantCase struct {
 
 func mutantCases() []mutantCase {
 	return []mutantCase{
-		{mutant.NoFloor, []string{"c ", "d "},
+		{"nofloor", []string{"c ", "d "},
 			[]string{"duplicate", "hand-over", "floor", "two holders"}},
-		{mutant.NoCeiling, []string{"d ", "k "},
+		{"noceiling", []string{"d ", "k "},
 			[]string{"duplicate", "ceiling", "still serves"}},
-		{mutant.BareSet, []string{"o "},
+		{"bareset", []string{"o "},
 			[]string{"drops the deleted lease", "which ZooKeeper does not list", "two holders", "duplicate"}},
-		{mutant.NoRelease, []string{"h "},
+		{"norelease", []string{"h "},
 			[]string{"the release did not lower the reservation"}},
-		{mutant.DupBatch, []string{"e "},
+		{"dupbatch", []string{"e "},
 			[]string{"duplicate", "protocol"}},
-		{mutant.ClockBack, []string{"g2l ", "g2 "},
+		{"clockback", []string{"g2l ", "g2 "},
 			[]string{"duplicate", "did not increase", "protocol", "CLOCKBACK"}},
 	}
 }
 
-// mutantImage is the image TestMutants runs: the chaos build with -tags
-// mutant (deploy/build-images.sh mutant).
-func mutantImage() string { return envOr("MUTANT_IMAGE", "snowfleet/snowflaked:mutant") }
+// mutantImage is the image of the mutant name: the chaos build of the tree
+// with its patch applied (deploy/build-images.sh mutant-<name>).
+func mutantImage(name string) string {
+	return envOr("MUTANT_IMAGE", "snowfleet/snowflaked:mutant") + "-" + name
+}
+
+// Every patch in integration/mutants is a case of the proof, and every case
+// has its patch: a patch added without its scenarios and guards, or a case
+// whose patch was removed, would prove nothing.
+func TestMutantPatches(t *testing.T) {
+	patches, err := filepath.Glob(filepath.Join("mutants", "*.patch"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range patches {
+		names = append(names, strings.TrimSuffix(filepath.Base(p), ".patch"))
+	}
+	var cases []string
+	for _, mc := range mutantCases() {
+		cases = append(cases, mc.name)
+	}
+	slices.Sort(names)
+	slices.Sort(cases)
+	if !slices.Equal(names, cases) {
+		t.Errorf("integration/mutants/*.patch are %q; mutantCases are %q", names, cases)
+	}
+}
 
 func TestMutants(t *testing.T) {
 	// Nightly-sized: not part of make integration (nor make check).
@@ -66,7 +90,7 @@ func TestMutants(t *testing.T) {
 	redis.SetLogger(quietRedis{})
 	ctx := context.Background()
 	reapStale(ctx, t)
-	ensureMutantImage(t)
+	buildImages(t, "zookeeper")
 	start := time.Now()
 	var summary []string
 	for _, mc := range mutantCases() {
@@ -89,8 +113,11 @@ func TestMutants(t *testing.T) {
 // the guarding checks that failed (deduplicated, shortened); it fails t
 // when none did.
 func runMutant(ctx context.Context, t *testing.T, mc mutantCase) []string {
+	if os.Getenv("SNOWFLEET_IT_NO_BUILD") != "1" || exec.Command("docker", "image", "inspect", mutantImage(mc.name)).Run() != nil {
+		buildImages(t, "mutant-"+mc.name)
+	}
 	st := NewStack(t, fmt.Sprintf("snowfleet-it-%d", os.Getpid()))
-	st.env = append(st.env, "WORKER_IMAGE="+mutantImage(), mutant.Env+"="+mc.name)
+	st.env = append(st.env, "WORKER_IMAGE="+mutantImage(mc.name))
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpLogs(ctx, t, st)
@@ -161,8 +188,9 @@ func runMutant(ctx context.Context, t *testing.T, mc mutantCase) []string {
 	return guarded
 }
 
-// requireMutant fails unless every worker logs that it runs the mutant: a
-// stale image, or a build without -tags mutant, would pass for a proof.
+// requireMutant fails unless every worker runs from an image built from
+// the mutant's patch (its snowfleet.mutant label): a worker of another
+// image would pass for a proof.
 func requireMutant(ctx context.Context, t *testing.T, st *Stack, name string) {
 	t.Helper()
 	ws, err := st.Workers(ctx)
@@ -170,32 +198,28 @@ func requireMutant(ctx context.Context, t *testing.T, st *Stack, name string) {
 		t.Fatalf("list workers: %v", err)
 	}
 	for _, w := range ws {
-		out, err := exec.CommandContext(ctx, "docker", "logs", w.ID).CombinedOutput()
+		out, err := exec.CommandContext(ctx, "docker", "inspect", "-f", `{{index .Config.Labels "snowfleet.mutant"}}`, w.ID).CombinedOutput()
 		if err != nil {
-			t.Fatalf("logs of %s: %v", w.Short(), err)
+			t.Fatalf("inspect %s: %v: %s", w.Short(), err, out)
 		}
-		if !strings.Contains(string(out), "deliberately broken") || !strings.Contains(string(out), `"mutant":"`+name+`"`) {
-			t.Fatalf("%s (image %s) does not log mutant %s: build it with deploy/build-images.sh mutant", w.Short(), mutantImage(), name)
+		if got := strings.TrimSpace(string(out)); got != name {
+			t.Fatalf("%s runs mutant %q, not %s: build %s with deploy/build-images.sh mutant-%s", w.Short(), got, name, mutantImage(name), name)
 		}
 	}
 }
 
-// ensureMutantImage builds the mutant image from this tree unless
-// SNOWFLEET_IT_NO_BUILD=1 and it exists, and brings ZooKeeper's up to date.
-func ensureMutantImage(t *testing.T) {
+// buildImages runs deploy/build-images.sh what (a mutant's image, or
+// ZooKeeper's brought up to date).
+func buildImages(t *testing.T, what string) {
 	t.Helper()
-	what := []string{"zookeeper"}
-	if os.Getenv("SNOWFLEET_IT_NO_BUILD") != "1" || exec.Command("docker", "image", "inspect", mutantImage()).Run() != nil {
-		what = append([]string{"mutant"}, what...)
-	}
 	start := time.Now()
-	cmd := exec.Command(filepath.Join("..", "deploy", "build-images.sh"), what...)
-	cmd.Env = append(os.Environ(), "MUTANT_IMAGE="+mutantImage(), "ZK_IMAGE="+zkImage())
+	cmd := exec.Command(filepath.Join("..", "deploy", "build-images.sh"), what)
+	cmd.Env = append(os.Environ(), "MUTANT_IMAGE="+envOr("MUTANT_IMAGE", "snowfleet/snowflaked:mutant"), "ZK_IMAGE="+zkImage())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("deploy/build-images.sh %v: %v\n%s", what, err, out)
+		t.Fatalf("deploy/build-images.sh %s: %v\n%s", what, err, out)
 	}
-	t.Logf("images %v ready in %v", what, time.Since(start).Round(100*time.Millisecond))
+	t.Logf("image %s ready in %v", what, time.Since(start).Round(100*time.Millisecond))
 }
 
 // recorder is the testing.TB a scenario gets in the mutation proof: a

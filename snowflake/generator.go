@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 )
 
 // Config configures a Generator.
@@ -243,8 +241,8 @@ func (g *Generator) reserve(n int64, wait bool) (first int64, retry time.Duratio
 		now := nowNs / int64(time.Millisecond)
 		var next int64
 		switch {
-		case now > last || now < last && mutant.Is(mutant.ClockBack):
-			if ceil := g.ceiling.Load(); now > ceil && !mutant.Is(mutant.NoCeiling) {
+		case now > last:
+			if ceil := g.ceiling.Load(); now > ceil {
 				return 0, 0, &CeilingError{NowMs: now + Epoch, CeilingMs: ceil + Epoch}
 			}
 			next = now<<SequenceBits | (n - 1)
@@ -307,7 +305,7 @@ func (g *Generator) logicalNext(old, n, now, nowNs int64) (int64, error) {
 	if ms-now > g.maxLead {
 		return 0, &RollbackError{Behind: time.Duration(last*int64(time.Millisecond) - nowNs), MaxLead: time.Duration(g.maxLead) * time.Millisecond}
 	}
-	if ceil := g.ceiling.Load(); ms > ceil && !mutant.Is(mutant.NoCeiling) {
+	if ceil := g.ceiling.Load(); ms > ceil {
 		return 0, &RollbackError{Behind: time.Duration(last*int64(time.Millisecond) - nowNs), CeilingMs: ceil + Epoch}
 	}
 	return ms<<SequenceBits | (n - 1), nil

@@ -12,8 +12,7 @@ import (
 // HTTPMaxConnsPerAddr. With the global cap alone, /healthz failed for as
 // long as the idle connections were held.
 func TestAdminProbesBesideIdleFlood(t *testing.T) {
-	zk := startZK(t)
-	w := startWorker(t, zk.Addr(), true, nil)
+	w := startFake(t, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

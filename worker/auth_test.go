@@ -12,6 +12,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/snowfleet/snowfleet/internal/testenv"
 )
 
 func TestReadPasswordFile(t *testing.T) {
@@ -54,12 +56,11 @@ func TestReadPasswordFile(t *testing.T) {
 // TestAuth: requirepass semantics on the wire, for both transports, then
 // redis-cli -a, go-redis Password and redis-py against the same worker.
 func TestAuth(t *testing.T) {
-	zk := startZK(t)
 	for _, goroutines := range []bool{false, true} {
 		t.Run("goroutines="+strconv.FormatBool(goroutines), func(t *testing.T) {
 			noEventLoop = goroutines
 			defer func() { noEventLoop = false }()
-			w := startWorker(t, zk.Addr(), true, nil)
+			w := startFake(t, nil)
 
 			// No password: AUTH accepts anything, as Redis does.
 			r := w.dial(t)
@@ -180,11 +181,9 @@ func TestAuth(t *testing.T) {
 	}
 
 	t.Run("redis-cli and redis-py", func(t *testing.T) {
-		cli, err := exec.LookPath("redis-cli")
-		if err != nil {
-			t.Fatalf("redis-cli is needed (apt-get install redis-tools): %v", err)
-		}
-		w := startWorker(t, zk.Addr(), true, nil)
+		testenv.Require(t, "redis-cli", "redis-py")
+		cli := "redis-cli"
+		w := startFake(t, nil)
 		w.srv.SetPasswords([][]byte{[]byte("pw with space")})
 		_, port, _ := strings.Cut(w.addr, ":")
 		cliRun := func(args ...string) string {
@@ -211,7 +210,7 @@ try:
 except (redis.exceptions.AuthenticationError, redis.exceptions.ResponseError) as e:
     print("refused:", e)
 `
-		out, err := exec.Command("/usr/bin/python3", "-c", py, port, "pw with space").CombinedOutput()
+		out, err := exec.Command(testenv.Python, "-c", py, port, "pw with space").CombinedOutput()
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 		if err != nil || len(lines) != 2 || mustInt(lines[0]) <= 0 || !strings.Contains(lines[1], "refused: WRONGPASS") {
 			t.Fatalf("redis-py: %v\n%s", err, out)

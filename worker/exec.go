@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/snowflake"
-	"github.com/snowfleet/snowfleet/snowflake/mutant"
 	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
@@ -145,10 +144,6 @@ func (c *conn) issue(n int, array, str bool) result {
 		return c.idError(err)
 	}
 	c.s.m.ids.Add(float64(n))
-	if array && n > 1 && mutant.Is(mutant.DupBatch) {
-		c.wbuf = appendDupBatch(c.wbuf, first, n, str)
-		return resOK
-	}
 	switch {
 	case !array && str:
 		c.wbuf = resp.AppendBulkInt(c.wbuf, first)

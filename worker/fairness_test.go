@@ -10,20 +10,10 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
 // TestFairness runs both transports under four hogs (issue 19).
-func TestFairness(t *testing.T) {
-	zk := startZK(t)
-	t.Run("loop", func(t *testing.T) { testFairness(t, zk) })
-	t.Run("goroutines", func(t *testing.T) {
-		noEventLoop = true
-		defer func() { noEventLoop = false }()
-		testFairness(t, zk)
-	})
-}
+func TestFairness(t *testing.T) { bothServeModes(t, testFairness) }
 
 // hogBatch is what one hog sends in one write: 292 NEXTIDS 4096 (4 KiB),
 // each a whole millisecond of the generator.
@@ -116,9 +106,9 @@ func pingRTTs(t *testing.T, addr string, conns, n int) []time.Duration {
 // connections stay under 5 ms at the 99th percentile (a correctness bound:
 // the issue measured 72 ms, and 755 ms once the hogs read). Shutdown, with
 // the hogs' backlog unanswered, holds DrainTimeout.
-func testFairness(t *testing.T, zk *zktest.Server) {
+func testFairness(t *testing.T) {
 	const drain = 500 * time.Millisecond
-	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.DrainTimeout = drain })
+	w := startFake(t, func(c *Config) { c.DrainTimeout = drain })
 	base := pingRTTs(t, w.addr, 8, 20)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

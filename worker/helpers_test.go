@@ -22,11 +22,13 @@ import (
 	"github.com/snowfleet/snowfleet/worker/client/fleettest"
 )
 
-// testWorker is a coordinator (on a real ZooKeeper) and a server on a
-// loopback port, stopped when the test ends.
+// testWorker is a server on a loopback port, taking IDs from a lease (a
+// coordinator on a real ZooKeeper, or a fakeLease), stopped when the test
+// ends.
 type testWorker struct {
 	t     testing.TB
-	coord *coordinator.Coordinator
+	lease Lease
+	coord *coordinator.Coordinator // nil on a fakeLease
 	srv   *Server
 	reg   *prometheus.Registry
 	addr  string
@@ -38,6 +40,13 @@ var roots atomic.Int64
 
 // noEventLoop is Config.NoEventLoop for the workers startWorker starts.
 var noEventLoop bool
+
+// startFake runs a worker on a fakeLease: for the tests of what the server
+// does with requests and connections, which need no ZooKeeper.
+func startFake(t testing.TB, mutate func(*Config)) *testWorker {
+	t.Helper()
+	return serve(t, newFakeLease(t), prometheus.NewRegistry(), mutate, nil)
+}
 
 // startWorker runs a worker against zkAddr under a fresh root. wait says
 // whether to wait for the lease to be ready.
@@ -69,19 +78,50 @@ func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config
 		mutateCoord(&cc)
 	}
 	fleettest.InitFleet(t, cc.Servers, cc.Root, cc.Auth, cc.TLS)
-	log := hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{t}})
 	reg := prometheus.NewRegistry()
-	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
+	coord, err := coordinator.New(cc, testLog(t).Named("coordinator"), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	leaseDone := make(chan error, 1)
+	go func() { leaseDone <- coord.Run(ctx) }()
+	w := serve(t, coord, reg, mutate, func() {
+		cancel()
+		if err := <-leaseDone; err != nil {
+			t.Errorf("lease: %v", err)
+		}
+		if wait {
+			// Every test worker has a root of its own, which owns all 32
+			// datacenters: the next test's root would overlap it.
+			deleteRoot(t, cc.Servers, cc.Root)
+		}
+	})
+	w.coord = coord
+	if wait {
+		deadline := time.Now().Add(15 * time.Second)
+		for !coord.Ready() {
+			if time.Now().After(deadline) {
+				t.Fatalf("lease not ready after 15s: %+v", coord.Status())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return w
+}
+
+// serve runs a server on lease and its admin handler, each on a loopback
+// port; at the end of the test it shuts the server down, then runs
+// stopLease (nil for none), then closes the admin server.
+func serve(t testing.TB, lease Lease, reg *prometheus.Registry, mutate func(*Config), stopLease func()) *testWorker {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Version = "test"
 	cfg.NoEventLoop = noEventLoop
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	srv, err := New(cfg, coord, log.Named("worker"), reg)
+	srv, err := New(cfg, lease, testLog(t).Named("worker"), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,12 +129,20 @@ func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	leaseDone := make(chan error, 1)
-	go func() { leaseDone <- coord.Run(ctx) }()
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- srv.Serve(ln) }()
-	w := &testWorker{t: t, coord: coord, srv: srv, reg: reg, addr: ln.Addr().String()}
+	// Serve has the listener, and its loops, once lns holds it: a test
+	// may look at the loops, or shut the server down, from then on.
+	for {
+		srv.mu.Lock()
+		n := len(srv.lns)
+		srv.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	w := &testWorker{t: t, lease: lease, srv: srv, reg: reg, addr: ln.Addr().String()}
 	w.admin = httptest.NewServer(srv.Handler(reg))
 	var stopped atomic.Bool
 	w.stop = func() {
@@ -105,27 +153,12 @@ func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config
 		if err := <-serveDone; err != nil {
 			t.Errorf("serve: %v", err)
 		}
-		cancel()
-		if err := <-leaseDone; err != nil {
-			t.Errorf("lease: %v", err)
+		if stopLease != nil {
+			stopLease()
 		}
 		w.admin.Close()
-		if wait {
-			// Every test worker has a root of its own, which owns all 32
-			// datacenters: the next test's root would overlap it.
-			deleteRoot(t, cc.Servers, cc.Root)
-		}
 	}
 	t.Cleanup(w.stop)
-	if wait {
-		deadline := time.Now().Add(15 * time.Second)
-		for !coord.Ready() {
-			if time.Now().After(deadline) {
-				t.Fatalf("lease not ready after 15s: %+v", coord.Status())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	return w
 }
 
@@ -201,6 +234,11 @@ func (r *raw) expectClosed() {
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		r.t.Fatalf("connection still open after 5s")
 	}
+}
+
+// testLog logs warnings and errors into the test's log.
+func testLog(t testing.TB) hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Level: hclog.Warn, Output: testWriter{t}})
 }
 
 type testWriter struct{ t testing.TB }

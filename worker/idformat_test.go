@@ -6,15 +6,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // testIDFormat: NEXTID STRING and NEXTIDS n STRING answer decimal bulk
 // strings, for clients whose numbers hold 53 bits; IDFORMAT sets the
 // connection's default; the IDs are the same kind of IDs either way.
-func testIDFormat(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, nil)
+func testIDFormat(t *testing.T) {
+	w := startFake(t, nil)
 	r := w.dial(t)
 
 	// The bytes on the wire: a bulk string of the ID's digits.

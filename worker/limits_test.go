@@ -68,8 +68,8 @@ func testReadyPerSlice(t *testing.T, zk *zktest.Server) {
 
 // testHelloSetName: HELLO's SETNAME takes what CLIENT SETNAME takes, no
 // more: a newline in a name would forge a line of CLIENT LIST.
-func testHelloSetName(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, nil)
+func testHelloSetName(t *testing.T) {
+	w := startFake(t, nil)
 	r := w.dial(t)
 	forged := "x\nid=666 addr=1.2.3.4:5"
 	r.send("*4\r\n$5\r\nHELLO\r\n$1\r\n2\r\n$7\r\nSETNAME\r\n$" + strconv.Itoa(len(forged)) + "\r\n" + forged + "\r\n")
@@ -98,8 +98,8 @@ func testHelloSetName(t *testing.T, zk *zktest.Server) {
 // kernel before it, even those the server had not read yet because the
 // client was slow to read replies: the PINGs sent behind a stalled
 // pipeline are answered, then the connection ends cleanly (no reset).
-func testDrainKernelBuffered(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, nil)
+func testDrainKernelBuffered(t *testing.T) {
+	w := startFake(t, nil)
 	r := w.dial(t)
 	r.send(strings.Repeat("NEXTIDS 4096\r\n", 100)) // 9 MB of replies: the write stalls
 	time.Sleep(200 * time.Millisecond)
@@ -133,8 +133,8 @@ func testDrainKernelBuffered(t *testing.T, zk *zktest.Server) {
 // testReadTimeoutLingers: the reply to a request not completed in time
 // reaches a client that is still sending (the server lingers instead of
 // closing with input unread, which resets the connection).
-func testReadTimeoutLingers(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.ReadTimeout = 300 * time.Millisecond })
+func testReadTimeoutLingers(t *testing.T) {
+	w := startFake(t, func(c *Config) { c.ReadTimeout = 300 * time.Millisecond })
 	r := w.dial(t)
 	r.send("*2\r\n$7\r\nNEXTIDS\r\n$60000\r\n")
 	stop := make(chan struct{})
@@ -162,8 +162,8 @@ func testReadTimeoutLingers(t *testing.T, zk *zktest.Server) {
 // moment the socket filled, under either transport: a client that reads
 // again 1.75s after its pipeline filled the socket (WriteTimeout 2s) gets
 // every reply, even though its previous write was 2.25s before.
-func testWriteTimeoutFromStall(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.WriteTimeout = 2 * time.Second })
+func testWriteTimeoutFromStall(t *testing.T) {
+	w := startFake(t, func(c *Config) { c.WriteTimeout = 2 * time.Second })
 	r := w.dial(t)
 	r.send("PING\r\n")
 	r.expect("+PONG")

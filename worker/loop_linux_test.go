@@ -16,8 +16,7 @@ import (
 // an HTTP or ZooKeeper connection). Issue 19 item 3.
 func TestWakeAfterLoopExit(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // two loops
-	zk := startZK(t)
-	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.DrainTimeout = time.Second })
+	w := startFake(t, func(c *Config) { c.DrainTimeout = time.Second })
 	w.srv.mu.Lock()
 	loops := w.srv.loops
 	w.srv.mu.Unlock()

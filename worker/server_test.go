@@ -20,41 +20,56 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/internal/testenv"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
-// TestLive runs the server against one real ZooKeeper; every subtest has a
-// worker of its own under its own root. It runs twice: with the epoll loop
-// (where there is one) and with a goroutine per connection.
+// TestLive runs the server on a fakeLease: RESP framing, limits and drains,
+// where the lease is not under test; every subtest has a worker of its own.
+// It runs twice: with the epoll loop (where there is one) and with a
+// goroutine per connection.
 func TestLive(t *testing.T) {
-	zk := startZK(t)
-	t.Run("loop", func(t *testing.T) { testLive(t, zk) })
-	t.Run("goroutines", func(t *testing.T) {
-		noEventLoop = true
-		defer func() { noEventLoop = false }()
-		testLive(t, zk)
+	bothServeModes(t, func(t *testing.T) {
+		t.Run("id-format", testIDFormat)
+		t.Run("redis-cli", testRedisCLI)
+		t.Run("abuse", testAbuse)
+		t.Run("max-conns", testMaxConns)
+		t.Run("drain", testDrain)
+		t.Run("drain-timeout", testDrainTimeout)
+		t.Run("zero-alloc", testZeroAlloc)
+		t.Run("slow-reader", testSlowReader)
+		t.Run("hello-setname", testHelloSetName)
+		t.Run("drain-kernel-buffered", testDrainKernelBuffered)
+		t.Run("read-timeout-lingers", testReadTimeoutLingers)
+		t.Run("write-timeout-from-stall", testWriteTimeoutFromStall)
 	})
 }
 
-func testLive(t *testing.T, zk *zktest.Server) {
-	t.Run("go-redis", func(t *testing.T) { testGoRedis(t, zk) })
-	t.Run("id-format", func(t *testing.T) { testIDFormat(t, zk) })
-	t.Run("redis-cli", func(t *testing.T) { testRedisCLI(t, zk) })
-	t.Run("admin", func(t *testing.T) { testAdmin(t, zk) })
-	t.Run("abuse", func(t *testing.T) { testAbuse(t, zk) })
-	t.Run("max-conns", func(t *testing.T) { testMaxConns(t, zk) })
-	t.Run("drain", func(t *testing.T) { testDrain(t, zk) })
-	t.Run("drain-timeout", func(t *testing.T) { testDrainTimeout(t, zk) })
-	t.Run("lease-lost", func(t *testing.T) { testLeaseLost(t, zk) })
-	t.Run("zero-alloc", func(t *testing.T) { testZeroAlloc(t, zk) })
-	t.Run("clock-back", func(t *testing.T) { testClockBack(t, zk) })
-	t.Run("clock-back-logical", func(t *testing.T) { testClockBackLogical(t, zk) })
-	t.Run("slow-reader", func(t *testing.T) { testSlowReader(t, zk) })
-	t.Run("ready-per-slice", func(t *testing.T) { testReadyPerSlice(t, zk) })
-	t.Run("hello-setname", func(t *testing.T) { testHelloSetName(t, zk) })
-	t.Run("drain-kernel-buffered", func(t *testing.T) { testDrainKernelBuffered(t, zk) })
-	t.Run("read-timeout-lingers", func(t *testing.T) { testReadTimeoutLingers(t, zk) })
-	t.Run("write-timeout-from-stall", func(t *testing.T) { testWriteTimeoutFromStall(t, zk) })
+// TestLiveZooKeeper runs the server end to end on a coordinator against one
+// real ZooKeeper, each subtest under its own root: what the lease decides
+// (the slot, the ceiling, a cut, clock steps) reaching the wire, /status
+// and /metrics.
+func TestLiveZooKeeper(t *testing.T) {
+	zk := startZK(t)
+	bothServeModes(t, func(t *testing.T) {
+		t.Run("go-redis", func(t *testing.T) { testGoRedis(t, zk) })
+		t.Run("admin", func(t *testing.T) { testAdmin(t, zk) })
+		t.Run("lease-lost", func(t *testing.T) { testLeaseLost(t, zk) })
+		t.Run("clock-back", func(t *testing.T) { testClockBack(t, zk) })
+		t.Run("clock-back-logical", func(t *testing.T) { testClockBackLogical(t, zk) })
+		t.Run("ready-per-slice", func(t *testing.T) { testReadyPerSlice(t, zk) })
+	})
+}
+
+// bothServeModes runs f with the epoll loop (where there is one), then with
+// a goroutine per connection.
+func bothServeModes(t *testing.T, f func(t *testing.T)) {
+	t.Run("loop", f)
+	t.Run("goroutines", func(t *testing.T) {
+		noEventLoop = true
+		defer func() { noEventLoop = false }()
+		f(t)
+	})
 }
 
 func testGoRedis(t *testing.T, zk *zktest.Server) {
@@ -189,12 +204,10 @@ func testGoRedis(t *testing.T, zk *zktest.Server) {
 	}
 }
 
-func testRedisCLI(t *testing.T, zk *zktest.Server) {
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		t.Fatalf("redis-cli is needed (apt-get install redis-tools): %v", err)
-	}
-	w := startWorker(t, zk.Addr(), true, nil)
+func testRedisCLI(t *testing.T) {
+	testenv.Require(t, "redis-cli")
+	cli := "redis-cli"
+	w := startFake(t, nil)
 	_, port, _ := strings.Cut(w.addr, ":")
 	run := func(stdin string, args ...string) string {
 		t.Helper()
@@ -300,13 +313,13 @@ func testAdmin(t *testing.T, zk *zktest.Server) {
 // testAbuse throws malformed and hostile input at a live server while a
 // well-behaved client keeps taking IDs; that client sees no error and no
 // duplicate, and every abuser gets a clear error or a clean close.
-func testAbuse(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, func(c *Config) {
+func testAbuse(t *testing.T) {
+	w := startFake(t, func(c *Config) {
 		c.ReadTimeout, c.IdleTimeout, c.MaxConns = 300*time.Millisecond, 2*time.Second, 200
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	good := w.client()
-	slot := w.coord.Status().Slot
+	slot := w.lease.Status().Slot
 	var wg sync.WaitGroup
 	var goodErr error
 	var goodN int
@@ -448,8 +461,8 @@ func testAbuse(t *testing.T, zk *zktest.Server) {
 	t.Logf("well-behaved client made %d NEXTIDS requests during the abuse", goodN)
 }
 
-func testMaxConns(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.MaxConns = 3 })
+func testMaxConns(t *testing.T) {
+	w := startFake(t, func(c *Config) { c.MaxConns = 3 })
 	var held []*raw
 	for i := 0; i < 3; i++ {
 		r := w.dial(t)
@@ -473,9 +486,10 @@ func testMaxConns(t *testing.T, zk *zktest.Server) {
 }
 
 // testDrain: Shutdown answers what was received, closes idle connections,
-// refuses new ones, and returns before the lease is released.
-func testDrain(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, nil)
+// and refuses new ones. (It cannot release the lease: Lease has no way to;
+// the daemon releases it after the drain.)
+func testDrain(t *testing.T) {
+	w := startFake(t, nil)
 	idle := w.dial(t)
 	idle.send("PING\r\n")
 	idle.expect("+PONG")
@@ -510,9 +524,6 @@ func testDrain(t *testing.T, zk *zktest.Server) {
 	default:
 		t.Fatal("Done not closed after Shutdown returned")
 	}
-	if !w.coord.Ready() {
-		t.Fatal("lease not held any more after the drain; it must be released only after")
-	}
 	if _, err := w.client().Ping(context.Background()).Result(); err == nil {
 		t.Fatal("new connection served after Shutdown")
 	}
@@ -521,8 +532,8 @@ func testDrain(t *testing.T, zk *zktest.Server) {
 
 // testDrainTimeout: a client that never reads its replies holds the drain
 // up to DrainTimeout; then Shutdown closes it and reports the timeout.
-func testDrainTimeout(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.DrainTimeout = 300 * time.Millisecond })
+func testDrainTimeout(t *testing.T) {
+	w := startFake(t, func(c *Config) { c.DrainTimeout = 300 * time.Millisecond })
 	r := w.dial(t)
 	r.send(strings.Repeat("NEXTIDS 4096\r\n", 200)) // far more than the socket buffers hold
 	time.Sleep(50 * time.Millisecond)
@@ -641,8 +652,8 @@ func TestNoZooKeeper(t *testing.T) {
 
 // testZeroAlloc: NEXTID and NEXTIDS, from parse to reply buffered, allocate
 // nothing.
-func testZeroAlloc(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, nil)
+func testZeroAlloc(t *testing.T) {
+	w := startFake(t, nil)
 	c := newConn(w.srv, nil, 1)
 	c.wbuf = make([]byte, 0, 128<<10)
 	one := [][]byte{[]byte("NEXTID")}
@@ -719,8 +730,8 @@ func testClockBack(t *testing.T, zk *zktest.Server) {
 
 // testSlowReader: a client that sends requests but never reads the replies
 // is dropped after WriteTimeout, and counted.
-func testSlowReader(t *testing.T, zk *zktest.Server) {
-	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.WriteTimeout = 300 * time.Millisecond })
+func testSlowReader(t *testing.T) {
+	w := startFake(t, func(c *Config) { c.WriteTimeout = 300 * time.Millisecond })
 	r := w.dial(t)
 	go func() {
 		req := []byte(strings.Repeat("NEXTIDS 4096\r\n", 100))

@@ -21,6 +21,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/snowfleet/snowfleet/internal/testenv"
 	"github.com/snowfleet/snowfleet/worker/client"
 )
 
@@ -135,9 +136,8 @@ func TestTLSFiles(t *testing.T) {
 // handshake cost only their connection; a rotated certificate is served
 // without a restart.
 func TestTLS(t *testing.T) {
-	zk := startZK(t)
 	p := newTestPKI(t)
-	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.ReadTimeout = 500 * time.Millisecond })
+	w := startFake(t, func(c *Config) { c.ReadTimeout = 500 * time.Millisecond })
 	addr := startTLS(t, w, TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, CAFile: p.caFile, AuthClients: "yes"})
 	ctx := context.Background()
 
@@ -163,16 +163,15 @@ func TestTLS(t *testing.T) {
 	// none: a new client.
 	gr = w.client(func(o *redis.Options) { o.Addr, o.TLSConfig = addr, p.clientTLS(true) })
 
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		t.Fatalf("redis-cli is needed (apt-get install redis-tools): %v", err)
-	}
-	host, port, _ := net.SplitHostPort(addr)
-	out, err := exec.Command(cli, "--tls", "--cacert", p.caFile, "--cert", p.clientCert, "--key", p.clientKey,
-		"-h", host, "-p", port, "NEXTID").CombinedOutput()
-	if err != nil || mustInt(strings.TrimSpace(string(out))) <= 0 {
-		t.Fatalf("redis-cli --tls NEXTID: %v %q", err, out)
-	}
+	t.Run("redis-cli", func(t *testing.T) {
+		testenv.Require(t, "redis-cli")
+		host, port, _ := net.SplitHostPort(addr)
+		out, err := exec.Command("redis-cli", "--tls", "--cacert", p.caFile, "--cert", p.clientCert, "--key", p.clientKey,
+			"-h", host, "-p", port, "NEXTID").CombinedOutput()
+		if err != nil || mustInt(strings.TrimSpace(string(out))) <= 0 {
+			t.Fatalf("redis-cli --tls NEXTID: %v %q", err, out)
+		}
+	})
 
 	// No client certificate with tls-auth-clients yes: refused (in TLS 1.3
 	// the client learns it at its first read).
@@ -245,9 +244,8 @@ func TestTLS(t *testing.T) {
 // (reject's write ran the handshake on the accept goroutine, reading with
 // no deadline), so a slot freed later was never taken.
 func TestTLSRejectSilentClient(t *testing.T) {
-	zk := startZK(t)
 	p := newTestPKI(t)
-	w := startWorker(t, zk.Addr(), true, func(c *Config) { c.MaxConns = 1 })
+	w := startFake(t, func(c *Config) { c.MaxConns = 1 })
 	addr := startTLS(t, w, TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, AuthClients: "no"})
 	cfg := p.clientTLS(false)
 	first, err := tls.Dial("tcp", addr, cfg)

@@ -110,9 +110,6 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 		return nil, usagef("clock: %v", err)
 	}
 	cc.Clock = clock
-	if err := checkMutant(log); err != nil {
-		return nil, usagef("%v", err)
-	}
 
 	// --listen "" turns the plaintext ID port off (validate: only with
 	// --tls-listen), so mutual TLS cannot be bypassed on it.

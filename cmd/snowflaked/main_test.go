@@ -22,6 +22,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/internal/testenv"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker"
 	"github.com/snowfleet/snowfleet/worker/client/fleettest"
@@ -272,14 +273,12 @@ func (d *daemonProc) stop() int {
 
 func build(t *testing.T) string {
 	t.Helper()
+	testenv.Require(t, "redis-cli")
 	bin := filepath.Join(t.TempDir(), "snowflaked")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		t.Fatalf("redis-cli is needed (apt-get install redis-tools): %v", err)
 	}
 	return bin
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/internal/testenv"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker"
 )
@@ -25,10 +26,8 @@ import (
 // returns its stdout.
 func chromium(t *testing.T, url string, flags ...string) string {
 	t.Helper()
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Fatalf("chromium is needed (apt-get install chromium; make deps): %v", err)
-	}
+	testenv.Require(t, "chromium")
+	bin := "chromium"
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
 		"--user-data-dir=" + t.TempDir()}, flags...)
 	cmd := exec.Command(bin, append(args, url)...)
@@ -39,6 +38,7 @@ func chromium(t *testing.T, url string, flags ...string) string {
 		t.Fatal(err)
 	}
 	go func() { done <- cmd.Wait() }()
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(60 * time.Second):

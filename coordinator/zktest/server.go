@@ -20,11 +20,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/snowfleet/snowfleet/internal/testenv"
 )
 
 // Jar is the ZooKeeper server jar of Debian's zookeeper package; its manifest
 // pulls the rest of the classpath from /usr/share/java.
-const Jar = "/usr/share/java/zookeeper.jar"
+const Jar = testenv.ZooKeeperJar
 
 // NettyClasspath is the Netty jars of Debian's packages that ZooKeeper's
 // Netty connection factory (the one serving secureClientPort) needs beyond
@@ -91,14 +93,14 @@ type Server struct {
 }
 
 // Start runs a ZooKeeper server with default options on a free loopback port
-// and stops it when the test ends. Without java or ZooKeeper the test fails
-// (see Require).
+// and stops it when the test ends. Without java or ZooKeeper the test fails,
+// and under go test -short it skips (testenv.Require).
 func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
 
 // StartWith is Start with options.
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
-	Require(t)
+	testenv.Require(t, "zookeeper")
 	opts.defaults()
 	s := &Server{t: t, opts: opts, dir: t.TempDir()}
 	s.logPath = filepath.Join(s.dir, "zookeeper.log")
@@ -120,34 +122,6 @@ func StartWith(t testing.TB, opts Options) *Server {
 		t.Fatalf("zktest: %v", err)
 	}
 	return s
-}
-
-// SkipEnv set to 1 skips every test that needs ZooKeeper: a developer's
-// explicit opt-out, which make check reports at its end. CI=true refuses it.
-const SkipEnv = "SNOWFLEET_SKIP_ZK"
-
-// Require fails the test when java or the ZooKeeper jar is missing, so that
-// a ZooKeeper test never passes by skipping. It skips the test only when
-// SkipEnv=1 asks for it, and never with CI=true.
-func Require(t testing.TB) {
-	t.Helper()
-	if os.Getenv(SkipEnv) == "1" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("zktest: %s=1 with CI=true: ZooKeeper tests may not skip in CI", SkipEnv)
-		}
-		t.Skipf("zktest: ZooKeeper tests skipped by request (%s=1)", SkipEnv)
-	}
-	var missing []string
-	if _, err := exec.LookPath("java"); err != nil {
-		missing = append(missing, "java (apt-get install default-jre-headless)")
-	}
-	if _, err := os.Stat(Jar); err != nil {
-		missing = append(missing, Jar+" (apt-get install zookeeper)")
-	}
-	if len(missing) > 0 {
-		t.Fatalf("zktest: a real ZooKeeper is needed; missing: %s. make deps installs it; %s=1 skips these tests instead",
-			strings.Join(missing, ", "), SkipEnv)
-	}
 }
 
 // Addr is the server's client address, 127.0.0.1:port.

@@ -1,8 +1,6 @@
 package zktest
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -78,57 +76,6 @@ func TestServerRestartAndBlackhole(t *testing.T) {
 	}
 	p.Heal()
 	waitState(t, pev, zk.StateExpired, 15*time.Second)
-}
-
-// recordTB records how Require ended a test instead of ending the real one.
-type recordTB struct {
-	testing.TB
-	skipped, failed string
-}
-
-type stopped struct{}
-
-func (r *recordTB) Helper() {}
-func (r *recordTB) Skipf(format string, a ...any) {
-	r.skipped = fmt.Sprintf(format, a...)
-	panic(stopped{})
-}
-func (r *recordTB) Fatalf(format string, a ...any) {
-	r.failed = fmt.Sprintf(format, a...)
-	panic(stopped{})
-}
-
-func (r *recordTB) require() {
-	defer func() {
-		if v := recover(); v != nil && v != (stopped{}) {
-			panic(v)
-		}
-	}()
-	Require(r)
-}
-
-// A ZooKeeper test skips only when asked to, and never in CI.
-func TestRequireSkipsOnlyByRequest(t *testing.T) {
-	for _, tc := range []struct {
-		skip, ci      string
-		skipped, fail bool
-	}{
-		{"", "", false, false}, // ZooKeeper is installed here: Require passes
-		{"1", "", true, false},
-		{"1", "true", false, true},
-		{"yes", "", false, false}, // only 1 opts out
-	} {
-		t.Setenv(SkipEnv, tc.skip)
-		t.Setenv("CI", tc.ci)
-		r := &recordTB{TB: t}
-		r.require()
-		if (r.skipped != "") != tc.skipped || (r.failed != "") != tc.fail {
-			t.Errorf("%s=%q CI=%q: skipped %q, failed %q", SkipEnv, tc.skip, tc.ci, r.skipped, r.failed)
-		}
-		if tc.skipped && !strings.Contains(r.skipped, "by request ("+SkipEnv+"=1)") {
-			t.Errorf("skip message %q does not say it was asked for", r.skipped)
-		}
-	}
 }
 
 // SetDelay makes every answer of the server come that late, its end of

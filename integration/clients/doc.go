@@ -5,6 +5,6 @@
 // runs the client cookbook (worker/cookbook) that the docs print.
 //
 // It needs Debian's haproxy, python3-redis, node-redis and redis-tools
-// (`make check` installs them). A missing one fails the test, unless
-// SNOWFLEET_SKIP_CLIENTS=1 asks to skip it.
+// (`make check` installs them). A missing one fails the test; go test
+// -short or SNOWFLEET_SKIP_CLIENTS=1 skips it (internal/testenv).
 package clients

@@ -1,0 +1,150 @@
+// Package testenv is what a test needs from the machine beyond Go: a real
+// ZooKeeper, redis-cli, chromium, Docker. Require is the one place that
+// decides whether a test that needs one runs, skips or fails:
+//
+//   - go test -short skips it, so that go test -short ./... passes on a
+//     machine with only Go;
+//   - without -short a missing tool fails the test, naming the package that
+//     brings it (make deps installs them all): CI, which runs without
+//     -short, skips nothing;
+//   - a developer may opt out of a group with its SNOWFLEET_SKIP_* variable
+//     (ZK, DOCKER, CLIENTS) set to 1; make check reports it at its end;
+//   - with CI=true neither -short nor an opt-out may skip: the test fails.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// ZooKeeperJar is the ZooKeeper server jar of Debian's zookeeper package,
+// what coordinator/zktest runs.
+const ZooKeeperJar = "/usr/share/java/zookeeper.jar"
+
+// Python is the interpreter that has redis-py (Debian's python3-redis is
+// importable by /usr/bin/python3 only).
+const Python = "/usr/bin/python3"
+
+// NodePath is where Debian's node-redis installs (node's NODE_PATH).
+const NodePath = "/usr/share/nodejs"
+
+// The opt-out variables, each for a group of requirements.
+const (
+	SkipZooKeeperEnv = "SNOWFLEET_SKIP_ZK"
+	SkipDockerEnv    = "SNOWFLEET_SKIP_DOCKER"
+	SkipClientsEnv   = "SNOWFLEET_SKIP_CLIENTS"
+)
+
+// requirement is one thing a test may need: how to tell it is missing, and
+// the opt-out variable of its group ("" for none).
+type requirement struct {
+	missing func() []string // what is missing, with how to install it
+	skipEnv string
+}
+
+func lookPath(bin, pkg string) func() []string {
+	return func() []string {
+		if _, err := exec.LookPath(bin); err != nil {
+			return []string{bin + " (apt-get install " + pkg + ")"}
+		}
+		return nil
+	}
+}
+
+func file(path, pkg string) []string {
+	if _, err := os.Stat(path); err != nil {
+		return []string{path + " (apt-get install " + pkg + ")"}
+	}
+	return nil
+}
+
+// lookup is the requirement called name; ok false for a name it does not
+// know (a typo in a test, which fails it).
+func lookup(name string) (r requirement, ok bool) {
+	switch name {
+	case "zookeeper":
+		return requirement{skipEnv: SkipZooKeeperEnv, missing: func() []string {
+			return append(lookPath("java", "default-jre-headless")(), file(ZooKeeperJar, "zookeeper")...)
+		}}, true
+	case "docker":
+		return requirement{skipEnv: SkipDockerEnv, missing: func() []string {
+			if err := exec.Command("docker", "info").Run(); err != nil {
+				return []string{fmt.Sprintf("a usable Docker (docker info: %v; make deps starts dockerd)", err)}
+			}
+			return nil
+		}}, true
+	case "redis-cli":
+		return requirement{skipEnv: SkipClientsEnv, missing: lookPath("redis-cli", "redis-tools")}, true
+	case "haproxy":
+		return requirement{skipEnv: SkipClientsEnv, missing: lookPath("haproxy", "haproxy")}, true
+	case "redis-py":
+		return requirement{skipEnv: SkipClientsEnv, missing: func() []string {
+			if err := exec.Command(Python, "-c", "import redis").Run(); err != nil {
+				return []string{Python + " with redis-py (apt-get install python3-redis)"}
+			}
+			return nil
+		}}, true
+	case "node-redis":
+		return requirement{skipEnv: SkipClientsEnv, missing: func() []string {
+			return append(lookPath("node", "nodejs")(), file(filepath.Join(NodePath, "redis", "package.json"), "node-redis")...)
+		}}, true
+	case "chromium":
+		return requirement{missing: lookPath("chromium", "chromium")}, true
+	}
+	return requirement{}, false
+}
+
+// Require runs the test only if the machine has everything named; see the
+// package comment for when it skips and when it fails.
+func Require(t testing.TB, names ...string) {
+	t.Helper()
+	skip, fail := decide(names, testing.Short(), os.Getenv, lookup)
+	switch {
+	case fail != "":
+		t.Fatalf("testenv: %s", fail)
+	case skip != "":
+		t.Skipf("testenv: %s", skip)
+	}
+}
+
+// decide is Require's verdict: a reason to skip, or to fail, or neither.
+func decide(names []string, short bool, getenv func(string) string, lookup func(string) (requirement, bool)) (skip, fail string) {
+	ci := getenv("CI") == "true"
+	var missing, optOuts []string
+	for _, n := range names {
+		r, ok := lookup(n)
+		if !ok {
+			return "", fmt.Sprintf("no requirement %q (a typo in the test?)", n)
+		}
+		switch {
+		case r.skipEnv != "" && getenv(r.skipEnv) == "1" && ci:
+			return "", fmt.Sprintf("%s=1 with CI=true: a test that needs %s may not skip in CI", r.skipEnv, n)
+		case r.skipEnv != "" && getenv(r.skipEnv) == "1":
+			return fmt.Sprintf("needs %s: skipped by request (%s=1)", n, r.skipEnv), ""
+		case short && ci:
+			return "", fmt.Sprintf("go test -short with CI=true: a test that needs %s may not skip in CI", n)
+		case short:
+			return fmt.Sprintf("needs %s: skipped under -short", n), ""
+		}
+		if m := r.missing(); len(m) > 0 {
+			missing = append(missing, m...)
+			if r.skipEnv != "" && !slices.Contains(optOuts, r.skipEnv) {
+				optOuts = append(optOuts, r.skipEnv)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		optOut := ""
+		if len(optOuts) > 0 {
+			optOut = " (" + strings.Join(optOuts, "=1, ") + "=1 skips them instead)"
+		}
+		return "", fmt.Sprintf("needs %s; missing: %s. make deps installs them; go test -short skips such tests%s",
+			strings.Join(names, ", "), strings.Join(missing, ", "), optOut)
+	}
+	return "", ""
+}
