@@ -108,7 +108,7 @@ integration:
 integration-mutants:
 	SNOWFLEET_MUTANTS=1 $(GO) test -tags integration -count=1 -timeout 40m -v -run '^TestMutants$$' ./integration/
 
-## check: what CI runs. Nothing skips unless asked (internal/testenv):
+## check: what CI runs. Nothing skips unless asked (integration/testenv):
 ## SNOWFLEET_SKIP_ZK=1 skips the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the
 ## Docker suite, SNOWFLEET_SKIP_CLIENTS=1 the tests of redis-cli, redis-py,
 ## node-redis and HAProxy (none with CI=true)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/snowfleet/snowfleet/internal/testenv"
+	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 

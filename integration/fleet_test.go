@@ -16,7 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/snowfleet/snowfleet/internal/testenv"
+	"github.com/snowfleet/snowfleet/integration/testenv"
 )
 
 // Bounds the suite asserts. Recovery is measured from the heal (or the

@@ -13,7 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/snowfleet/snowfleet/internal/testenv"
+	"github.com/snowfleet/snowfleet/integration/testenv"
 )
 
 func TestReadPasswordFile(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
-	"github.com/snowfleet/snowfleet/internal/testenv"
+	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 

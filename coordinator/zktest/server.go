@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/internal/testenv"
+	"github.com/snowfleet/snowfleet/integration/testenv"
 )
 
 // Jar is the ZooKeeper server jar of Debian's zookeeper package; its manifest

@@ -6,5 +6,5 @@
 //
 // It needs Debian's haproxy, python3-redis, node-redis and redis-tools
 // (`make check` installs them). A missing one fails the test; go test
-// -short or SNOWFLEET_SKIP_CLIENTS=1 skips it (internal/testenv).
+// -short or SNOWFLEET_SKIP_CLIENTS=1 skips it (integration/testenv).
 package clients

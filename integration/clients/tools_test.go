@@ -7,7 +7,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/snowfleet/snowfleet/internal/testenv"
+	"github.com/snowfleet/snowfleet/integration/testenv"
 )
 
 // python is Debian's interpreter: redis-py (python3-redis) is importable by
