@@ -92,12 +92,15 @@ func (c *Client) prefetched() float64 {
 // RequestTimeout.
 //
 // With Config.Prefetch, Next hands out a buffered ID when one is there, and
-// asks a worker itself only when the buffer is empty.
+// asks a worker itself only when the buffer is empty: for a whole run, as a
+// refill would, keeping the rest (a single NEXTID would leave a worker's
+// millisecond too short for the next run of 4,096).
 func (c *Client) Next(ctx context.Context) (int64, error) {
 	if p := c.pf.Load(); p != nil {
 		if id, ok := p.next(); ok {
 			return id, nil
 		}
+		return p.fetch(ctx)
 	}
 	var id int64
 	err := c.call(ctx, func(conn *Conn) error {

@@ -225,6 +225,24 @@ func (p *prefetch) refill() {
 	}
 }
 
+// fetch is Next with the buffer empty: the caller fetches a run itself,
+// takes its first ID and buffers the rest.
+func (p *prefetch) fetch(ctx context.Context) (int64, error) {
+	n := p.c.cfg.Prefetch
+	var first int64
+	err := p.c.call(ctx, func(conn *Conn) (err error) {
+		first, err = conn.run(n)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	if n > 1 {
+		p.add(first+1, n-1)
+	}
+	return first, nil
+}
+
 // add queues the run first .. first+n-1 that just arrived. Its freshness
 // left is MaxStaleness less its age by the wall clock (the ID's timestamp
 // is the worker's wall clock), counted from now on the monotonic clock,

@@ -138,7 +138,9 @@ func TestClientWithoutNextRange(t *testing.T) {
 }
 
 // Against real workers, NextN, NextRange and the prefetch draw NEXTRANGE
-// (the workers count it), never NEXTIDS; the prefetch draws from every
+// (the workers count it), never NEXTIDS, and Next with the buffer empty
+// fetches a run too, never a NEXTID (which would leave the worker's
+// millisecond too short for a run of 4,096); the prefetch draws from every
 // worker at once, with two refillers a worker.
 func TestClientUsesNextRange(t *testing.T) {
 	_, ws := startFleet(t, 2)
@@ -180,9 +182,9 @@ func TestClientUsesNextRange(t *testing.T) {
 		t.Errorf("%d refillers for 2 workers, want %d", n, max(minRefillers, 4))
 	}
 	for _, w := range ws {
-		ranges, ids := workerRequests(t, w, "nextrange"), workerRequests(t, w, "nextids")
-		if ranges == 0 || ids != 0 {
-			t.Errorf("worker %s served %v NEXTRANGE and %v NEXTIDS; want NEXTRANGE only", w.Addr, ranges, ids)
+		ranges, ids, one := workerRequests(t, w, "nextrange"), workerRequests(t, w, "nextids"), workerRequests(t, w, "nextid")
+		if ranges == 0 || ids != 0 || one != 0 {
+			t.Errorf("worker %s served %v NEXTRANGE, %v NEXTIDS, %v NEXTID; want NEXTRANGE only", w.Addr, ranges, ids, one)
 		}
 	}
 }
