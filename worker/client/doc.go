@@ -18,8 +18,9 @@
 // deadline; without one, the CallTimeout context is the call's allocation)
 // and NextN only its result. Batches are NEXTRANGE requests, one short
 // reply for a run of up to 4,096 IDs (NEXTIDS on a worker without it), and
-// the prefetch behind Next draws such runs from every worker at once. The reply codes, the integer parser and the
-// request encoders are package worker/resp, which the worker answers with.
+// the prefetch behind Next draws such runs from every worker at once. The
+// reply codes, the integer parser and the request encoders are package
+// worker/resp, which the worker answers with.
 // Conn, the single-connection building block, is exported for tools that
 // pipeline (snowflakectl bench).
 //
