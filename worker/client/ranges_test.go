@@ -220,3 +220,83 @@ func workerRequests(t *testing.T, w *fleettest.Worker, command string) float64 {
 	}
 	return 0
 }
+
+// testPrefetch is a prefetch buffer of a client of nothing, with no
+// refillers running, for tests of the buffer alone.
+func testPrefetch(t *testing.T) *prefetch {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Static = []string{"127.0.0.1:1"}
+	c, _ := newTestClient(t, cfg)
+	p := &prefetch{c: c, stale: int64(time.Second), want: make(chan struct{}, 1), stop: make(chan struct{})}
+	p.started.Store(maxRefillers) // grow starts none
+	p.clock.Store(nanotime())
+	return p
+}
+
+// Handing out a run's IDs allocates nothing, crossing from one run to the
+// next included, and gives each ID once, in order.
+func TestPrefetchHandsOutWithoutAllocating(t *testing.T) {
+	p := testPrefetch(t)
+	first, _ := snowflake.Encode(snowflake.Fields{UnixMs: time.Now().UnixMilli(), Datacenter: 1, Machine: 1})
+	p.add(first, 4096)
+	p.add(first+8192, 4096)
+	want := first
+	allocs := testing.AllocsPerRun(6000, func() {
+		id, ok := p.next()
+		if !ok || id != want {
+			t.Fatalf("next = %d, %v; want %d", id, ok, want)
+		}
+		want++
+		if want == first+4096 {
+			want = first + 8192
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("next allocates %v times an ID", allocs)
+	}
+}
+
+// A run whose deadline the coarse clock has reached is not handed out, even
+// by the path that reads no clock, and its IDs are counted dropped.
+func TestPrefetchStaleByCoarseClock(t *testing.T) {
+	p := testPrefetch(t)
+	r := &idRun{end: 1<<40 + 100, deadline: p.clock.Load()}
+	r.next.Store(1 << 40)
+	p.cur.Store(r)
+	if id, ok := p.next(); ok {
+		t.Fatalf("next handed out %d from a run the clock says is stale", id)
+	}
+	if n := value(p.c.m.prefetchDropped); n != 100 {
+		t.Errorf("prefetch_dropped_total = %v, want 100", n)
+	}
+	// add drops a run stale on arrival: its timestamp older than
+	// MaxStaleness by the wall clock.
+	old, _ := snowflake.Encode(snowflake.Fields{UnixMs: time.Now().Add(-2 * time.Second).UnixMilli(), Datacenter: 1, Machine: 1})
+	p.add(old, 10)
+	if _, ok := p.next(); ok || value(p.c.m.prefetchDropped) != 110 {
+		t.Errorf("a run 2s old with MaxStaleness 1s was kept (dropped %v)", value(p.c.m.prefetchDropped))
+	}
+}
+
+// NextRange allocates nothing on a worker that has NEXTRANGE (given a
+// context with a deadline).
+func TestNextRangeAllocatesNothing(t *testing.T) {
+	_, ws := startFleet(t, 1)
+	cfg := DefaultConfig()
+	cfg.Static = []string{ws[0].Addr}
+	c, _ := newTestClient(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	prev := int64(0)
+	allocs := testing.AllocsPerRun(200, func() {
+		first, err := c.NextRange(ctx, 64)
+		if err != nil || first <= prev {
+			t.Fatalf("NextRange = %d, %v after %d", first, err, prev)
+		}
+		prev = first + 63
+	})
+	if allocs != 0 {
+		t.Errorf("NextRange allocates %v times a call", allocs)
+	}
+}
