@@ -18,7 +18,8 @@
 # Knobs (environment): ROUNDS=5, N=200000 (no pipeline), NP=2000000 (pipeline
 # 16), NB=4000 (NEXTIDS 4096 and NEXTRANGE 4096 requests), IDLE=1000 (idle connections), PIN=0
 # (no pinning: servers and client share both cores as the scheduler likes),
-# TLS=0 (no TLS rows).
+# TLS=0 (no TLS rows), BATCH_ONLY=1 (only the NEXTIDS 4096 and NEXTRANGE 4096
+# rows, and the RSS).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}
@@ -165,6 +166,7 @@ for round in $(seq "$ROUNDS"); do
 	# elsewhere on the machine hits both alike.
 	tests="plain p16"
 	[ "$TLS" != 0 ] && tests="$tests tls tlsp16"
+	[ "${BATCH_ONLY:-0}" != 0 ] && tests=""
 	for test in $tests; do
 		for who in $order; do
 			if [ "$who" = redis ]; then port=$rport pid=$rpid cmd=(INCR counter); else port=$sport pid=$spid cmd=(NEXTID); fi
