@@ -16,10 +16,10 @@
 # by openssl, no client certificates; redis-benchmark --tls against each.
 #
 # Knobs (environment): ROUNDS=5, N=200000 (no pipeline), NP=2000000 (pipeline
-# 16), NB=4000 (NEXTIDS 4096 and NEXTRANGE 4096 requests), IDLE=1000 (idle connections), PIN=0
-# (no pinning: servers and client share both cores as the scheduler likes),
-# TLS=0 (no TLS rows), BATCH_ONLY=1 (only the NEXTIDS 4096 and NEXTRANGE 4096
-# rows, and the RSS).
+# 16), NB=4000 (NEXTIDS 4096 and NEXTRANGE 4096 requests), IDLE=1000 (idle
+# connections), PIN=0 (no pinning: servers and client share both cores as
+# the scheduler likes), TLS=0 (no TLS rows), BATCH_ONLY=1 (only the NEXTIDS
+# 4096 and NEXTRANGE 4096 rows, and the RSS).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}
