@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -18,8 +19,8 @@ import (
 // first+n-1 are this caller's: one millisecond and one slot, never issued
 // to anyone else (NEXTID and NEXTIDS around it come before and after), and
 // counted like NEXTIDS n. Bad counts and format words are named, and the
-// connection serves on; COMMAND INFO lists it; redis-cli, go-redis and
-// redis-py read it. Both transports.
+// connection serves on; COMMAND INFO lists it; redis-cli, go-redis,
+// redis-py and node-redis read it. Both transports.
 func TestNextRange(t *testing.T) {
 	zk := startZK(t)
 	t.Run("loop", func(t *testing.T) { testNextRange(t, zk) })
@@ -154,6 +155,26 @@ print(a, n, int(s), m)
 	if err != nil || len(f) != 4 || f[1] != "7" || f[3] != "7" || mustID(t, f[2]) <= mustID(t, f[0])+6 {
 		t.Fatalf("redis-py NEXTRANGE 7: %v\n%s", err, out)
 	}
+
+	// node-redis, whose numbers hold 53 bits: the cookbook's STRING form,
+	// counted up with BigInt, gives the exact IDs.
+	js := `const { createClient } = require('redis');
+(async () => {
+  const client = createClient({ socket: { host: '127.0.0.1', port: Number(process.argv[1]) } });
+  await client.connect();
+  const [first, n] = await client.sendCommand(['NEXTRANGE', '4096', 'STRING']);
+  const ids = Array.from({ length: n }, (_, i) => (BigInt(first) + BigInt(i)).toString());
+  console.log(typeof first, n, ids[0], ids[n - 1]);
+  await client.quit();
+})();`
+	node := exec.Command("node", "-e", js, port)
+	node.Env = append(os.Environ(), "NODE_PATH=/usr/share/nodejs")
+	out, err = node.CombinedOutput()
+	f = strings.Fields(string(out))
+	if err != nil || len(f) != 4 || f[0] != "string" || f[1] != "4096" || mustID(t, f[3]) != mustID(t, f[2])+4095 {
+		t.Fatalf("node-redis NEXTRANGE 4096 STRING: %v\n%s", err, out)
+	}
+	checkRun(t, mustID(t, f[2]), 4096)
 }
 
 // checkRun fails unless first .. first+n-1 are n IDs of one millisecond
