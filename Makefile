@@ -67,7 +67,7 @@ bench-server:
 bench-worker:
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./worker/
 
-## bench-client: the Go client's prefetch from a live 3-worker fleet, beside bwmarrin/snowflake in process
+## bench-client: the Go client's prefetch from live fleets of 2 and 4 workers, beside bwmarrin/snowflake in process (prints the staleness seen)
 bench-client:
 	$(GO) test -run '^$$' -bench Prefetch -benchtime 3s ./worker/client/
 

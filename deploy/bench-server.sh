@@ -16,9 +16,10 @@
 # by openssl, no client certificates; redis-benchmark --tls against each.
 #
 # Knobs (environment): ROUNDS=5, N=200000 (no pipeline), NP=2000000 (pipeline
-# 16), NB=4000 (NEXTIDS 4096 requests), IDLE=1000 (idle connections), PIN=0
-# (no pinning: servers and client share both cores as the scheduler likes),
-# TLS=0 (no TLS rows).
+# 16), NB=4000 (NEXTIDS 4096 and NEXTRANGE 4096 requests), IDLE=1000 (idle
+# connections), PIN=0 (no pinning: servers and client share both cores as
+# the scheduler likes), TLS=0 (no TLS rows), BATCH_ONLY=1 (only the NEXTIDS
+# 4096 and NEXTRANGE 4096 rows, and the RSS).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}
@@ -112,8 +113,11 @@ rport=$(freeport)
 rpid=$!
 pids+=($rpid)
 
-# snowflaked.
-go build -o "$work/snowflaked" ./cmd/snowflaked
+# snowflaked, under a root made for it (a worker makes none itself): a new
+# ensemble, so no earlier fleet's IDs to wait out.
+go build -o "$work/" ./cmd/snowflaked ./cmd/snowflakectl
+"$work/snowflakectl" init --zk "127.0.0.1:$zkport" --new-fleet >"$work/init.log" 2>&1 ||
+	{ echo "bench-server: snowflakectl init failed" >&2; cat "$work/init.log" >&2; exit 1; }
 sport=$(freeport)
 hport=$(freeport)
 "${SRV[@]}" "$work/snowflaked" --zk "127.0.0.1:$zkport" --listen "127.0.0.1:$sport" \
@@ -162,6 +166,7 @@ for round in $(seq "$ROUNDS"); do
 	# elsewhere on the machine hits both alike.
 	tests="plain p16"
 	[ "$TLS" != 0 ] && tests="$tests tls tlsp16"
+	[ "${BATCH_ONLY:-0}" != 0 ] && tests=""
 	for test in $tests; do
 		for who in $order; do
 			if [ "$who" = redis ]; then port=$rport pid=$rpid cmd=(INCR counter); else port=$sport pid=$spid cmd=(NEXTID); fi
@@ -174,6 +179,8 @@ for round in $(seq "$ROUNDS"); do
 	done
 	echo "snowflaked batch $(bench "$sport" "$spid" "$NB" -c 1 NEXTIDS 4096)" >>"$work/results"
 	echo "snowflaked batchp4 $(bench "$sport" "$spid" "$NB" -c 1 -P 4 NEXTIDS 4096)" >>"$work/results"
+	echo "snowflaked range $(bench "$sport" "$spid" "$NB" -c 1 NEXTRANGE 4096)" >>"$work/results"
+	echo "snowflaked rangep4 $(bench "$sport" "$spid" "$NB" -c 1 -P 4 NEXTRANGE 4096)" >>"$work/results"
 	echo "bench-server: round $round done" >&2
 done
 
@@ -219,6 +226,15 @@ batch=$(col snowflaked batch 3)
 ids=$(awk -v r="$batch" 'BEGIN { printf "%.0f", r * 4096 }')
 batchp4=$(col snowflaked batchp4 3)
 idsp4=$(awk -v r="$batchp4" 'BEGIN { printf "%.0f", r * 4096 }')
+range=$(col snowflaked range 3)
+rids=$(awk -v r="$range" 'BEGIN { printf "%.0f", r * 4096 }')
+rangep4=$(col snowflaked rangep4 3)
+ridsp4=$(awk -v r="$rangep4" 'BEGIN { printf "%.0f", r * 4096 }')
+# permid US_PER_REQUEST: the worker's CPU per million IDs, in ms, for
+# requests of 4,096 IDs.
+permid() { awk -v c="$1" 'BEGIN { printf "%.1f", c * 1e6 / 4096 / 1000 }'; }
+bcpu=$(permid "$(col snowflaked batch 6)") bcpup4=$(permid "$(col snowflaked batchp4 6)")
+rcpu=$(permid "$(col snowflaked range 6)") rcpup4=$(permid "$(col snowflaked rangep4 6)")
 
 cat <<EOF
 
@@ -240,6 +256,10 @@ Load average before/after: $load0 / $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc)
 | TLS, 50 conns, pipeline 16: server CPU per request, us | $rt16cpu | $st16cpu | $(ratio "$st16cpu" "$rt16cpu") | |
 | \`NEXTIDS 4096\`, 1 conn (\`-c 1 -n $NB\`): IDs/s | - | $ids ($batch req/s) | $(ratio "$ids" 4096000) of the 4,096,000/s cap | >= 3,500,000 |
 | \`NEXTIDS 4096\`, 1 conn, pipeline 4 (\`-c 1 -n $NB -P 4\`): IDs/s | - | $idsp4 ($batchp4 req/s) | $(ratio "$idsp4" 4096000) of the cap | |
+| \`NEXTRANGE 4096\`, 1 conn (\`-c 1 -n $NB\`): IDs/s | - | $rids ($range req/s) | $(ratio "$rids" 4096000) of the cap | |
+| \`NEXTRANGE 4096\`, 1 conn, pipeline 4 (\`-c 1 -n $NB -P 4\`): IDs/s | - | $ridsp4 ($rangep4 req/s) | $(ratio "$ridsp4" 4096000) of the cap | >= 0.99 of the cap |
+| worker CPU per million IDs, ms: \`NEXTIDS 4096\` / \`NEXTRANGE 4096\`, 1 conn | - | $bcpu / $rcpu | $(ratio "$rcpu" "$bcpu") | |
+| worker CPU per million IDs, ms: \`NEXTIDS 4096\` / \`NEXTRANGE 4096\`, 1 conn, pipeline 4 | - | $bcpup4 / $rcpup4 | $(ratio "$rcpup4" "$bcpup4") | |
 | RSS, idle server, MiB | $redis_base | $sf_base | | |
 | RSS with $IDLE idle connections (\`-c $IDLE -I\`), MiB | $redis_idle ($redis_open open) | $sf_idle ($sf_open open) | | <= 50 |
 EOF

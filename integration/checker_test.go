@@ -233,8 +233,8 @@ func TestGoClientPathCatchesBadBatch(t *testing.T) {
 	}
 }
 
-// fakeWorker answers NEXTID and NEXTIDS n over RESP; a bad one repeats the
-// first ID of every batch.
+// fakeWorker answers NEXTID and NEXTIDS n over RESP, as a worker older than
+// NEXTRANGE did; a bad one repeats the first ID of every batch.
 func fakeWorker(c net.Conn, bad bool, next func() int64) {
 	defer c.Close()
 	r := bufio.NewReader(c)
@@ -271,7 +271,9 @@ func fakeWorker(c net.Conn, bad bool, next func() int64) {
 				fmt.Fprintf(&out, ":%d\r\n", v)
 			}
 		default:
-			out.WriteString("-ERR unknown\r\n")
+			// As a worker answers a command it has not (NEXTRANGE, which
+			// the Go client then asks again as NEXTIDS).
+			fmt.Fprintf(&out, "-ERR unknown command '%s'\r\n", args[0])
 		}
 		if _, err := c.Write([]byte(out.String())); err != nil {
 			return

@@ -36,6 +36,7 @@ func newCommands() commandTable {
 		{name: "ping", arity: -1, flag: "fast", run: (*conn).ping},
 		{name: "nextid", arity: -1, flag: "write", run: (*conn).nextID},
 		{name: "nextids", arity: -2, flag: "write", run: (*conn).nextIDs},
+		{name: "nextrange", arity: -2, flag: "write", run: (*conn).nextRange},
 		{name: "idformat", arity: -1, flag: "fast", run: (*conn).idFormatCmd},
 		{name: "decode", arity: 2, flag: "readonly", run: (*conn).decode},
 		{name: "info", arity: -1, flag: "readonly", run: (*conn).info},

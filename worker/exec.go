@@ -54,16 +54,15 @@ func (c *conn) nextID(args [][]byte) result {
 
 // nextIDs is NEXTIDS <n> [STRING|INTEGER].
 func (c *conn) nextIDs(args [][]byte) result {
-	n, ok := resp.ParseInt(args[1])
-	if !ok || n < 1 || n > snowflake.MaxBatch {
-		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR count must be an integer in 1..4096, got ", args[1])
+	n, ok := c.count(args[1])
+	if !ok {
 		return resError
 	}
 	str, ok := c.idFormat("nextids", args[2:])
 	if !ok {
 		return resError
 	}
-	return c.issue(int(n), true, str)
+	return c.issue(n, true, str)
 }
 
 // idFormat reads the optional format word that ends an ID command: STRING
@@ -106,10 +105,11 @@ func (c *conn) idFormatCmd(args [][]byte) result {
 	return resOK
 }
 
-// issue is the hot path: one Ready check, one CAS in the generator, and
-// the IDs appended straight into the write buffer, as RESP integers or, for
-// clients whose numbers hold 53 bits, as decimal bulk strings (str).
-func (c *conn) issue(n int, array, str bool) result {
+// take is the hot path every ID command shares (NEXTID, NEXTIDS,
+// NEXTRANGE): one Ready check, one CAS in the generator, the IDs counted.
+// It returns the first of n consecutive IDs of one millisecond, with
+// resOK; otherwise the refusal is appended (or, resWait, nothing).
+func (c *conn) take(n int) (int64, result) {
 	l := c.s.lease
 	g := l.Generator()
 	// Ready is checked once per slice (execSlice), not per request: the
@@ -121,10 +121,10 @@ func (c *conn) issue(n int, array, str bool) result {
 			// The verdict, again, with what explains it; it may have
 			// turned (a renewal landed) since Ready.
 			if r := l.Readiness(); !r.Ready() {
-				return c.refuse(r)
+				return 0, c.refuse(r)
 			}
 			if g = l.Generator(); g == nil {
-				return c.leaseReply(resNoLease, "this worker holds no lease; try another worker")
+				return 0, c.leaseReply(resNoLease, "this worker holds no lease; try another worker")
 			}
 		}
 		c.ready = true
@@ -135,15 +135,26 @@ func (c *conn) issue(n int, array, str bool) result {
 		first, c.retry, err = g.TryNextN(n)
 		if c.retry > 0 {
 			c.waitBig = n > snowflake.MaxBatch/2
-			return resWait
+			return 0, resWait
 		}
 	} else {
 		first, err = g.NextN(n)
 	}
 	if err != nil {
-		return c.idError(err)
+		return 0, c.idError(err)
 	}
 	c.s.m.ids.Add(float64(n))
+	return first, resOK
+}
+
+// issue takes n IDs (take) and appends them straight into the write
+// buffer, as RESP integers or, for clients whose numbers hold 53 bits, as
+// decimal bulk strings (str).
+func (c *conn) issue(n int, array, str bool) result {
+	first, res := c.take(n)
+	if res != resOK {
+		return res
+	}
 	switch {
 	case !array && str:
 		c.wbuf = resp.AppendBulkInt(c.wbuf, first)

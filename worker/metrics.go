@@ -29,7 +29,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) {
 	ids := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "snowflake_worker_ids_issued_total",
-		Help: "IDs handed to clients (NEXTID counts 1, NEXTIDS n counts n).",
+		Help: "IDs handed to clients (NEXTID counts 1, NEXTIDS n and NEXTRANGE n count n).",
 	})
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "snowflake_worker_requests_total",

@@ -19,7 +19,8 @@ func runNext(args []string, stdout, stderr io.Writer) int {
 		"Prints IDs from the fleet, one per line, through the Go client (worker/client):\n"+
 			"workers are found from the lease nodes in ZooKeeper, or taken from --addr, and\n"+
 			"a worker that refuses (-NOLEASE, -CLOCKBACK) or fails is skipped for another.\n"+
-			"-n above 1 asks one worker for a contiguous ascending run (NEXTIDS n).")
+			"-n above 1 asks one worker for a contiguous ascending run (NEXTRANGE n; NEXTIDS n\n"+
+			"on a worker without NEXTRANGE).")
 	var z zkFlags
 	z.register(fs)
 	var sec secFlags

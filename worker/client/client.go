@@ -92,12 +92,15 @@ func (c *Client) prefetched() float64 {
 // RequestTimeout.
 //
 // With Config.Prefetch, Next hands out a buffered ID when one is there, and
-// asks a worker itself only when the buffer is empty.
+// asks a worker itself only when the buffer is empty: for a whole run, as a
+// refill would, keeping the rest (a single NEXTID would leave a worker's
+// millisecond too short for the next run of 4,096).
 func (c *Client) Next(ctx context.Context) (int64, error) {
 	if p := c.pf.Load(); p != nil {
 		if id, ok := p.next(); ok {
 			return id, nil
 		}
+		return p.fetch(ctx)
 	}
 	var id int64
 	err := c.call(ctx, func(conn *Conn) error {
@@ -108,19 +111,34 @@ func (c *Client) Next(ctx context.Context) (int64, error) {
 	return id, err
 }
 
-// NextN returns n IDs, 1 <= n <= MaxBatch, ascending, from one worker in
-// one request (a NEXTIDS n).
+// NextN returns n IDs, 1 <= n <= MaxBatch, consecutive and ascending, from
+// one worker in one request: a NEXTRANGE n, or a NEXTIDS n where the worker
+// has no NEXTRANGE.
 func (c *Client) NextN(ctx context.Context, n int) ([]int64, error) {
-	if n < 1 || n > MaxBatch {
-		c.m.failures.Inc()
-		return nil, fmt.Errorf("%w: n must be in 1..%d, got %d", ErrBadCount, MaxBatch, n)
-	}
-	ids := make([]int64, n)
-	err := c.call(ctx, func(conn *Conn) error { return conn.NextN(ids) })
+	first, err := c.NextRange(ctx, n)
 	if err != nil {
 		return nil, err
 	}
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = first + int64(i)
+	}
 	return ids, nil
+}
+
+// NextRange is NextN without the slice: the IDs first .. first+n-1 are the
+// caller's, all of one millisecond of one worker. It allocates nothing
+// (with a deadline on ctx) on a worker that has NEXTRANGE.
+func (c *Client) NextRange(ctx context.Context, n int) (first int64, err error) {
+	if n < 1 || n > MaxBatch {
+		c.m.failures.Inc()
+		return 0, fmt.Errorf("%w: n must be in 1..%d, got %d", ErrBadCount, MaxBatch, n)
+	}
+	err = c.call(ctx, func(conn *Conn) error {
+		first, err = conn.run(n)
+		return err
+	})
+	return first, err
 }
 
 // Endpoints lists the addresses of the workers the client knows, sorted.

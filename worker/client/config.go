@@ -66,16 +66,19 @@ type Config struct {
 	// MaxBackoff caps the doubled Backoff.
 	MaxBackoff time.Duration
 	// Prefetch, when above 0, turns on the prefetch buffer behind Next: the
-	// client fetches runs of Prefetch IDs (NEXTIDS Prefetch, up to MaxBatch)
-	// in the background, before the buffer runs dry, and Next hands out an
-	// ID from it without a round trip. Next's IDs are then unique but no
-	// longer ascending from call to call (runs of several workers
-	// interleave), and each is up to MaxStaleness old. NextN always asks a
+	// client fetches runs of Prefetch IDs (NEXTRANGE Prefetch, up to
+	// MaxBatch) in the background from every worker at once, two refillers
+	// a worker, before the buffer runs dry, and Next hands out an ID from
+	// it without a round trip. Next's IDs are then unique but no longer
+	// ascending from call to call (runs of several workers interleave), and
+	// each is up to MaxStaleness old. NextN and NextRange always ask a
 	// worker. 0 (the default) is off.
 	Prefetch int
 	// MaxStaleness is how old, by this process's clock, a prefetched ID may
 	// be when Next hands it out; older ones are dropped, never handed out
-	// (snowflake_client_prefetch_dropped_total).
+	// (snowflake_client_prefetch_dropped_total). It is judged on a coarse
+	// clock that a ticker moves every MaxStaleness/16, so that Next reads
+	// no clock; k-ordering across clients loosens by this much.
 	MaxStaleness time.Duration
 	// ConstLabels are added to every metric of this Client, e.g.
 	// {"client": "orders"}, so that several Clients can register in one

@@ -40,6 +40,10 @@ type Conn struct {
 	// carry, the one of the lease node the worker was found by; -1: any
 	// (a static list, a Conn dialed by hand).
 	wantSlot int32
+	// ranges is whether the worker answers NEXTRANGE (ranges.go); scratch
+	// holds the NEXTIDS replies that stand in for it where it does not.
+	ranges  rangeSupport
+	scratch []int64
 }
 
 // slotShift and slotMask take a slot index out of an ID.

@@ -16,11 +16,15 @@
 // hand-written reader parses the integers straight out of the read buffer
 // into the caller's slice, so Next allocates nothing (given a ctx with a
 // deadline; without one, the CallTimeout context is the call's allocation)
-// and NextN only its result. The reply codes, the integer parser and the
-// request encoders are package worker/resp, which the worker answers with.
+// and NextN only its result. Batches are NEXTRANGE requests, one short
+// reply for a run of up to 4,096 IDs (NEXTIDS on a worker without it), and
+// the prefetch behind Next draws such runs from every worker at once. The
+// reply codes, the integer parser and the request encoders are package
+// worker/resp, which the worker answers with.
 // Conn, the single-connection building block, is exported for tools that
 // pipeline (snowflakectl bench).
 //
-// Every ID a call returns has been checked: positive, and for NextN exactly n
-// of them, strictly ascending.
+// Every ID a call returns has been checked: positive, of the slot of the
+// worker's lease node, and for NextN and NextRange exactly n of them,
+// consecutive within one millisecond.
 package client
