@@ -17,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -29,6 +30,7 @@ import (
 type manifests struct {
 	deployments  []*appsv1.Deployment
 	statefulSets []*appsv1.StatefulSet
+	jobs         []*batchv1.Job
 	services     []*corev1.Service
 	hpas         []*autoscalingv2.HorizontalPodAutoscaler
 	pdbs         []*policyv1.PodDisruptionBudget
@@ -94,6 +96,9 @@ func load(t *testing.T) manifests {
 			case "apps/v1 StatefulSet":
 				o := &appsv1.StatefulSet{}
 				m.statefulSets, obj = append(m.statefulSets, o), o
+			case "batch/v1 Job":
+				o := &batchv1.Job{}
+				m.jobs, obj = append(m.jobs, o), o
 			case "v1 Service":
 				o := &corev1.Service{}
 				m.services, obj = append(m.services, o), o
@@ -195,19 +200,31 @@ func TestSnowflakedDeployment(t *testing.T) {
 	}
 	c := spec.Containers[0]
 
-	// The root is made by snowflakectl init, never by a worker: an init
-	// container of the same image on the same ensemble and root.
-	if len(spec.InitContainers) != 1 || spec.InitContainers[0].Image != c.Image ||
-		!slices.Equal(spec.InitContainers[0].Command[:2], []string{"/snowflakectl", "init"}) {
-		t.Fatalf("init containers %+v: want one running /snowflakectl init from %s", spec.InitContainers, c.Image)
+	// The root is made by snowflakectl init, never by a worker: a Job of
+	// the same image on the same ensemble and root, which Kubernetes
+	// retries until ZooKeeper answers.
+	if len(spec.InitContainers) != 0 {
+		t.Errorf("the worker pods have %d init containers (the first %q): init is the Job snowflakectl-init", len(spec.InitContainers), spec.InitContainers[0].Name)
+	}
+	job := find(t, m.jobs, "snowflakectl-init")
+	js := job.Spec.Template.Spec
+	if len(js.Containers) != 1 || js.Containers[0].Image != c.Image || len(js.Containers[0].Command) < 2 ||
+		!slices.Equal(js.Containers[0].Command[:2], []string{"/snowflakectl", "init"}) {
+		t.Fatalf("job snowflakectl-init containers %+v: want one running /snowflakectl init from %s", js.Containers, c.Image)
+	}
+	if js.RestartPolicy != corev1.RestartPolicyOnFailure && js.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("job snowflakectl-init restartPolicy %q: a Job needs OnFailure or Never", js.RestartPolicy)
+	}
+	if job.Spec.BackoffLimit == nil || *job.Spec.BackoffLimit < 1 {
+		t.Errorf("job snowflakectl-init backoffLimit %v: init must be retried while ZooKeeper has no quorum", job.Spec.BackoffLimit)
 	}
 	initEnv := map[string]string{}
-	for _, e := range spec.InitContainers[0].Env {
+	for _, e := range js.Containers[0].Env {
 		initEnv[e.Name] = e.Value
 	}
 	for _, e := range c.Env {
 		if (e.Name == "SNOWFLAKE_ZK" || e.Name == "SNOWFLAKE_ZK_ROOT") && initEnv[e.Name] != e.Value {
-			t.Errorf("init container's %s %q, the worker's %q", e.Name, initEnv[e.Name], e.Value)
+			t.Errorf("init job's %s %q, the worker's %q", e.Name, initEnv[e.Name], e.Value)
 		}
 	}
 
@@ -403,6 +420,12 @@ func TestHardening(t *testing.T) {
 			name string
 			spec corev1.PodSpec
 		}{s.Name, s.Spec.Template.Spec})
+	}
+	for _, j := range m.jobs {
+		pods = append(pods, struct {
+			name string
+			spec corev1.PodSpec
+		}{j.Name, j.Spec.Template.Spec})
 	}
 	for _, p := range pods {
 		psc := p.spec.SecurityContext

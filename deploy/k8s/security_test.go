@@ -47,7 +47,19 @@ func TestSecureAsShipped(t *testing.T) {
 // the manifests, is reported.
 func TestSecurityChecksCatchGaps(t *testing.T) {
 	worker := func(m manifests) *corev1.Container { return &m.deployments[0].Spec.Template.Spec.Containers[0] }
-	initc := func(m manifests) *corev1.Container { return &m.deployments[0].Spec.Template.Spec.InitContainers[0] }
+	workers := func(m manifests) *corev1.PodSpec { return &m.deployments[0].Spec.Template.Spec }
+	job := func(m manifests) *corev1.PodSpec { return &m.jobs[0].Spec.Template.Spec }
+	initc := func(m manifests) *corev1.Container { return &job(m).Containers[0] }
+	// giveOperatorKey adds the Job's zk-operator volume to spec and mounts
+	// it in c.
+	giveOperatorKey := func(m manifests, spec *corev1.PodSpec, c *corev1.Container) {
+		for _, v := range job(m).Volumes {
+			if v.Name == "zk-operator" {
+				spec.Volumes = append(spec.Volumes, v)
+			}
+		}
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "zk-operator", MountPath: "/op", ReadOnly: true})
+	}
 	dropEnv := func(c *corev1.Container, name string) {
 		c.Env = slices.DeleteFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
 	}
@@ -60,8 +72,40 @@ func TestSecurityChecksCatchGaps(t *testing.T) {
 		{"init as the world (--zk-insecure)", func(m *manifests) { initc(*m).Command = append(initc(*m).Command, "--zk-insecure") }},
 		{"worker without credentials", func(m *manifests) { dropEnv(worker(*m), "SNOWFLAKE_ZK_AUTH_FILE") }},
 		{"worker without requirepass", func(m *manifests) { dropEnv(worker(*m), "SNOWFLAKE_REQUIREPASS_FILE") }},
-		{"worker given the operator identity", func(m *manifests) {
-			worker(*m).VolumeMounts = append(worker(*m).VolumeMounts, corev1.VolumeMount{Name: "zk-operator", MountPath: "/op", ReadOnly: true})
+		{"worker given the operator identity", func(m *manifests) { giveOperatorKey(*m, workers(*m), worker(*m)) }},
+		{"init back as an init container of the workers", func(m *manifests) {
+			workers(*m).Volumes = append(workers(*m).Volumes, job(*m).Volumes...)
+			workers(*m).InitContainers = append(workers(*m).InitContainers, *initc(*m))
+		}},
+		{"a worker init container given the operator identity", func(m *manifests) {
+			workers(*m).InitContainers = append(workers(*m).InitContainers, corev1.Container{Name: "wait"})
+			giveOperatorKey(*m, workers(*m), &workers(*m).InitContainers[0])
+		}},
+		{"ZooKeeper given the operator identity", func(m *manifests) {
+			zk := &m.statefulSets[0].Spec.Template.Spec
+			giveOperatorKey(*m, zk, &zk.Containers[0])
+		}},
+		{"no init Job", func(m *manifests) { m.jobs = nil }},
+		{"init Job running another command", func(m *manifests) { initc(*m).Command[1] = "secure" }},
+		{"init as the worker identity", func(m *manifests) {
+			i := slices.Index(initc(*m).Command, "--zk-auth-file")
+			initc(*m).Command[i+1] = "/run/secrets/snowflake/zk-worker/auth"
+		}},
+		{"init without --zk-worker-auth-file", func(m *manifests) {
+			i := slices.Index(initc(*m).Command, "--zk-worker-auth-file")
+			initc(*m).Command = slices.Delete(initc(*m).Command, i, i+2)
+		}},
+		{"init Job not labelled as a ZooKeeper client", func(m *manifests) {
+			delete(m.jobs[0].Spec.Template.Labels, "snowflake.io/zk-client")
+		}},
+		{"init Job's files readable by others", func(m *manifests) {
+			mode := int32(0o444)
+			job(*m).Volumes[0].Secret.DefaultMode = &mode
+		}},
+		{"init Job's files the process cannot read (no fsGroup)", func(m *manifests) { job(*m).SecurityContext.FSGroup = nil }},
+		{"init Job's secret in the environment", func(m *manifests) {
+			initc(*m).Env = append(initc(*m).Env, corev1.EnvVar{Name: "SNOWFLAKE_ZK_AUTH", ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secretName}, Key: keyZKOperator}}})
 		}},
 		{"a password in the environment", func(m *manifests) {
 			worker(*m).Env = append(worker(*m).Env, corev1.EnvVar{Name: "SNOWFLAKE_REQUIREPASS", ValueFrom: &corev1.EnvVarSource{
@@ -169,89 +213,48 @@ func securityProblems(m manifests) []string {
 		add(".gitignore does not ignore /secrets/ (%v)", err)
 	}
 
-	if len(m.deployments) != 1 || len(m.deployments[0].Spec.Template.Spec.InitContainers) != 1 {
-		add("want one Deployment with one init container")
+	if len(m.deployments) != 1 || len(m.deployments[0].Spec.Template.Spec.Containers) != 1 {
+		add("want one Deployment (the workers) with one container")
+		return ps
+	}
+	if len(m.jobs) != 1 || len(m.jobs[0].Spec.Template.Spec.Containers) != 1 {
+		add("want one Job (snowflakectl init) with one container")
 		return ps
 	}
 	pod := m.deployments[0].Spec.Template
-	spec := pod.Spec
+	job := m.jobs[0].Spec.Template
 
-	// Secret volumes: files the process may read and others may not.
-	vols := map[string]*corev1.SecretVolumeSource{}
-	for _, v := range spec.Volumes {
-		if v.Secret == nil {
-			continue
-		}
-		vols[v.Name] = v.Secret
-		def := int32(0o644) // the API's default
-		if v.Secret.DefaultMode != nil {
-			def = *v.Secret.DefaultMode
-		}
-		// The files are root's, group fsGroup: the process reads them
-		// through the group bit, others must have none.
-		sc := spec.SecurityContext
-		ownGroup := sc != nil && sc.FSGroup != nil && sc.RunAsGroup != nil && *sc.FSGroup == *sc.RunAsGroup
-		for _, it := range v.Secret.Items {
-			mode := def
-			if it.Mode != nil {
-				mode = *it.Mode
-			}
-			if mode&0o007 != 0 {
-				add("volume %s key %s: mode %#o lets others read the secret (the daemon refuses such a file)", v.Name, it.Key, mode)
-			}
-			if mode&0o040 == 0 || !ownGroup {
-				add("volume %s key %s: mode %#o, fsGroup the process's group %v: the process cannot read it", v.Name, it.Key, mode, ownGroup)
-			}
-		}
+	// Every pod that mounts the Secret: files its process may read and
+	// others may not, no secret in the environment or the arguments, and
+	// the operator identity in the init Job alone.
+	type podRef struct {
+		name string
+		spec corev1.PodSpec
 	}
-	// keyOf is the Secret key a file path in a container reads, or "".
-	keyOf := func(c corev1.Container, file string) string {
-		for _, vm := range c.VolumeMounts {
-			s := vols[vm.Name]
-			if s == nil || s.SecretName != secretName || !vm.ReadOnly || vm.SubPath != "" {
-				continue
-			}
-			for _, it := range s.Items {
-				if path.Join(vm.MountPath, it.Path) == file {
-					return it.Key
-				}
-			}
-		}
-		return ""
+	pods := []podRef{{"deployment " + m.deployments[0].Name, pod.Spec}, {"job " + m.jobs[0].Name, job.Spec}}
+	for _, s := range m.statefulSets {
+		pods = append(pods, podRef{"statefulset " + s.Name, s.Spec.Template.Spec})
 	}
-	mounted := func(c corev1.Container) []string {
-		var keys []string
-		for _, vm := range c.VolumeMounts {
-			if s := vols[vm.Name]; s != nil {
-				for _, it := range s.Items {
-					keys = append(keys, it.Key)
-				}
+	// keyOf is the Secret key a file path in a container of the pod reads,
+	// or ""; mounted, every key a container mounts.
+	keyOf, mounted := secretFiles()
+	for i, p := range pods {
+		ps = append(ps, secretVolumeProblems(p.name, p.spec)...)
+		for _, c := range append(slices.Clone(p.spec.InitContainers), p.spec.Containers...) {
+			ps = append(ps, containerProblems(p.name, c)...)
+			if i != 1 && slices.Contains(mounted(p.spec, c), keyZKOperator) {
+				add("%s: container %s mounts the operator identity: only the init Job may (a compromised pod would own the fleet's root)", p.name, c.Name)
 			}
-		}
-		return keys
-	}
-	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
-		if len(c.EnvFrom) > 0 {
-			add("%s: envFrom puts whole objects into the environment", c.Name)
-		}
-		for _, e := range c.Env {
-			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-				add("%s: env %s from a Secret: a secret in the environment shows in /proc and crash dumps; mount it as a file", c.Name, e.Name)
-			}
-			if slices.Contains([]string{"SNOWFLAKE_ZK_AUTH", "SNOWFLAKE_REQUIREPASS", "SNOWFLAKE_ZK_INSECURE"}, e.Name) {
-				add("%s: env %s", c.Name, e.Name)
-			}
-		}
-		if slices.ContainsFunc(append(slices.Clone(c.Command), c.Args...), func(a string) bool {
-			return strings.HasPrefix(a, "--zk-insecure") || strings.HasPrefix(a, "--zk-auth=") || a == "--zk-auth"
-		}) {
-			add("%s: runs without a credentials file (--zk-insecure or --zk-auth in its arguments)", c.Name)
 		}
 	}
 
-	// init: the operator identity, naming the worker's.
-	ic := spec.InitContainers[0]
+	// The init Job: snowflakectl init as the operator identity, naming the
+	// worker's, a ZooKeeper client.
+	ic := job.Spec.Containers[0]
 	argv := append(slices.Clone(ic.Command), ic.Args...)
+	if len(argv) < 2 || argv[1] != "init" {
+		add("job %s: runs %v, want snowflakectl init", m.jobs[0].Name, argv)
+	}
 	arg := func(flag string) string {
 		for i, a := range argv {
 			if a == flag && i+1 < len(argv) {
@@ -263,27 +266,27 @@ func securityProblems(m manifests) []string {
 		}
 		return ""
 	}
-	if k := keyOf(ic, arg("--zk-auth-file")); k != keyZKOperator {
+	if k := keyOf(job.Spec, ic, arg("--zk-auth-file")); k != keyZKOperator {
 		add("init: --zk-auth-file %q reads key %q of %s, want %s", arg("--zk-auth-file"), k, secretName, keyZKOperator)
 	}
-	if k := keyOf(ic, arg("--zk-worker-auth-file")); k != keyZKWorker {
+	if k := keyOf(job.Spec, ic, arg("--zk-worker-auth-file")); k != keyZKWorker {
 		add("init: --zk-worker-auth-file %q reads key %q of %s, want %s", arg("--zk-worker-auth-file"), k, secretName, keyZKWorker)
+	}
+	if !matchesMap(zkClientLabels, job.Labels) {
+		add("the init Job's pods are not labelled %v: ZooKeeper's policy keeps them out", zkClientLabels)
 	}
 
 	// The worker: its own identity and the password, never the operator's.
-	wc := spec.Containers[0]
+	wc := pod.Spec.Containers[0]
 	env := map[string]string{}
 	for _, e := range wc.Env {
 		env[e.Name] = e.Value
 	}
-	if k := keyOf(wc, env["SNOWFLAKE_ZK_AUTH_FILE"]); k != keyZKWorker {
+	if k := keyOf(pod.Spec, wc, env["SNOWFLAKE_ZK_AUTH_FILE"]); k != keyZKWorker {
 		add("worker: SNOWFLAKE_ZK_AUTH_FILE %q reads key %q of %s, want %s", env["SNOWFLAKE_ZK_AUTH_FILE"], k, secretName, keyZKWorker)
 	}
-	if k := keyOf(wc, env["SNOWFLAKE_REQUIREPASS_FILE"]); k != keyRequirepass {
+	if k := keyOf(pod.Spec, wc, env["SNOWFLAKE_REQUIREPASS_FILE"]); k != keyRequirepass {
 		add("worker: SNOWFLAKE_REQUIREPASS_FILE %q reads key %q of %s, want %s", env["SNOWFLAKE_REQUIREPASS_FILE"], k, secretName, keyRequirepass)
-	}
-	if slices.Contains(mounted(wc), keyZKOperator) {
-		add("worker: mounts the operator identity")
 	}
 
 	// Reachability.
@@ -335,6 +338,104 @@ func securityProblems(m manifests) []string {
 		}
 	}
 	return ps
+}
+
+// secretVolumeProblems: the pod's Secret files are readable by its process
+// (group fsGroup, the process's group) and by no other user.
+func secretVolumeProblems(name string, spec corev1.PodSpec) []string {
+	var ps []string
+	sc := spec.SecurityContext
+	ownGroup := sc != nil && sc.FSGroup != nil && sc.RunAsGroup != nil && *sc.FSGroup == *sc.RunAsGroup
+	for _, v := range spec.Volumes {
+		if v.Secret == nil {
+			continue
+		}
+		def := int32(0o644) // the API's default
+		if v.Secret.DefaultMode != nil {
+			def = *v.Secret.DefaultMode
+		}
+		// The files are root's, group fsGroup: the process reads them
+		// through the group bit, others must have none.
+		for _, it := range v.Secret.Items {
+			mode := def
+			if it.Mode != nil {
+				mode = *it.Mode
+			}
+			if mode&0o007 != 0 {
+				ps = append(ps, fmt.Sprintf("%s: volume %s key %s: mode %#o lets others read the secret (the daemon refuses such a file)", name, v.Name, it.Key, mode))
+			}
+			if mode&0o040 == 0 || !ownGroup {
+				ps = append(ps, fmt.Sprintf("%s: volume %s key %s: mode %#o, fsGroup the process's group %v: the process cannot read it", name, v.Name, it.Key, mode, ownGroup))
+			}
+		}
+	}
+	return ps
+}
+
+// containerProblems: no secret in a container's environment, and no
+// credentials (or their absence) in its arguments.
+func containerProblems(pod string, c corev1.Container) []string {
+	var ps []string
+	if len(c.EnvFrom) > 0 {
+		ps = append(ps, fmt.Sprintf("%s/%s: envFrom puts whole objects into the environment", pod, c.Name))
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			ps = append(ps, fmt.Sprintf("%s/%s: env %s from a Secret: a secret in the environment shows in /proc and crash dumps; mount it as a file", pod, c.Name, e.Name))
+		}
+		if slices.Contains([]string{"SNOWFLAKE_ZK_AUTH", "SNOWFLAKE_REQUIREPASS", "SNOWFLAKE_ZK_INSECURE"}, e.Name) {
+			ps = append(ps, fmt.Sprintf("%s/%s: env %s", pod, c.Name, e.Name))
+		}
+	}
+	if slices.ContainsFunc(append(slices.Clone(c.Command), c.Args...), func(a string) bool {
+		return strings.HasPrefix(a, "--zk-insecure") || strings.HasPrefix(a, "--zk-auth=") || a == "--zk-auth"
+	}) {
+		ps = append(ps, fmt.Sprintf("%s/%s: runs without a credentials file (--zk-insecure or --zk-auth in its arguments)", pod, c.Name))
+	}
+	return ps
+}
+
+// secretFiles returns keyOf, the key of the credentials Secret a file path
+// in a container reads (or ""), and mounted, every Secret key a container
+// mounts.
+func secretFiles() (keyOf func(corev1.PodSpec, corev1.Container, string) string, mounted func(corev1.PodSpec, corev1.Container) []string) {
+	vols := func(spec corev1.PodSpec) map[string]*corev1.SecretVolumeSource {
+		vs := map[string]*corev1.SecretVolumeSource{}
+		for _, v := range spec.Volumes {
+			if v.Secret != nil {
+				vs[v.Name] = v.Secret
+			}
+		}
+		return vs
+	}
+	keyOf = func(spec corev1.PodSpec, c corev1.Container, file string) string {
+		vs := vols(spec)
+		for _, vm := range c.VolumeMounts {
+			s := vs[vm.Name]
+			if s == nil || s.SecretName != secretName || !vm.ReadOnly || vm.SubPath != "" {
+				continue
+			}
+			for _, it := range s.Items {
+				if path.Join(vm.MountPath, it.Path) == file {
+					return it.Key
+				}
+			}
+		}
+		return ""
+	}
+	mounted = func(spec corev1.PodSpec, c corev1.Container) []string {
+		vs := vols(spec)
+		var keys []string
+		for _, vm := range c.VolumeMounts {
+			if s := vs[vm.Name]; s != nil {
+				for _, it := range s.Items {
+					keys = append(keys, it.Key)
+				}
+			}
+		}
+		return keys
+	}
+	return keyOf, mounted
 }
 
 // ingress is what the policies selecting pods of these labels admit: per
