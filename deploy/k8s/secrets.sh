@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # secrets.sh [DIR] writes the files kustomization.yaml's secretGenerator
-# makes the Secret snowflake-credentials of (default DIR: secrets/ beside
+# makes the Secrets snowflake-credentials and snowflake-operator of (default DIR: secrets/ beside
 # this script, which git ignores), each only when absent, mode 0600:
-#   zk-operator   ZooKeeper digest identity operator:<64 hex>, owner of the tree
+#   zk-operator   ZooKeeper digest identity operator:<64 hex>, owner of the tree (Secret snowflake-operator: the init Job only)
 #   zk-worker     ZooKeeper digest identity worker:<64 hex>, what a worker may do
 #   requirepass   the password clients AUTH with (64 hex)
 # Nothing is shipped with a known password: kubectl apply -k fails until

@@ -17,14 +17,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The credentials Secret and its keys (kustomization.yaml's
-// secretGenerator, secrets.sh).
+// The credentials Secrets and their keys (kustomization.yaml's
+// secretGenerator, secrets.sh): the workers' Secret, and the operator's,
+// which only the init Job refers to (so rotating the operator identity
+// touches the Job alone, and RBAC can keep the workers' namespace readers
+// off it).
 const (
-	secretName     = "snowflake-credentials"
-	keyZKOperator  = "zk-operator"
-	keyZKWorker    = "zk-worker"
-	keyRequirepass = "requirepass"
+	secretName         = "snowflake-credentials"
+	operatorSecretName = "snowflake-operator"
+	keyZKOperator      = "zk-operator"
+	keyZKWorker        = "zk-worker"
+	keyRequirepass     = "requirepass"
 )
+
+// secretKeys is which Secret holds each key.
+var secretKeys = map[string][]string{
+	secretName:         {keyRequirepass, keyZKWorker},
+	operatorSecretName: {keyZKOperator},
+}
+
+// secretOf is the Secret a key belongs in.
+func secretOf(key string) string {
+	for s, keys := range secretKeys {
+		if slices.Contains(keys, key) {
+			return s
+		}
+	}
+	return ""
+}
 
 // The labels networkpolicies.yaml admits by.
 var (
@@ -86,6 +106,18 @@ func TestSecurityChecksCatchGaps(t *testing.T) {
 			giveOperatorKey(*m, zk, &zk.Containers[0])
 		}},
 		{"no init Job", func(m *manifests) { m.jobs = nil }},
+		{"the operator key in the workers' Secret", func(m *manifests) {
+			for i := range m.secrets {
+				if m.secrets[i].Name == operatorSecretName {
+					m.secrets[(i+1)%2].Files = append(m.secrets[(i+1)%2].Files, m.secrets[i].Files...)
+					m.secrets[i].Files = nil
+				}
+			}
+		}},
+		{"workers referring to the operator's Secret", func(m *manifests) {
+			workers(*m).Volumes = append(workers(*m).Volumes, corev1.Volume{Name: "op", VolumeSource: corev1.VolumeSource{
+				Secret: &corev1.SecretVolumeSource{SecretName: operatorSecretName}}})
+		}},
 		{"init Job running another command", func(m *manifests) { initc(*m).Command[1] = "secure" }},
 		{"init as the worker identity", func(m *manifests) {
 			i := slices.Index(initc(*m).Command, "--zk-auth-file")
@@ -105,7 +137,7 @@ func TestSecurityChecksCatchGaps(t *testing.T) {
 		{"init Job's files the process cannot read (no fsGroup)", func(m *manifests) { job(*m).SecurityContext.FSGroup = nil }},
 		{"init Job's secret in the environment", func(m *manifests) {
 			initc(*m).Env = append(initc(*m).Env, corev1.EnvVar{Name: "SNOWFLAKE_ZK_AUTH", ValueFrom: &corev1.EnvVarSource{
-				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secretName}, Key: keyZKOperator}}})
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: operatorSecretName}, Key: keyZKOperator}}})
 		}},
 		{"a password in the environment", func(m *manifests) {
 			worker(*m).Env = append(worker(*m).Env, corev1.EnvVar{Name: "SNOWFLAKE_REQUIREPASS", ValueFrom: &corev1.EnvVarSource{
@@ -187,26 +219,28 @@ func securityProblems(m manifests) []string {
 	var ps []string
 	add := func(format string, a ...any) { ps = append(ps, fmt.Sprintf(format, a...)) }
 
-	// The Secret: generated from files secrets.sh writes and git ignores.
-	var gen *secretGenerator
-	for i := range m.secrets {
-		if m.secrets[i].Name == secretName {
-			gen = &m.secrets[i]
+	// The Secrets: generated from files secrets.sh writes and git ignores.
+	for name, want := range secretKeys {
+		var gen *secretGenerator
+		for i := range m.secrets {
+			if m.secrets[i].Name == name {
+				gen = &m.secrets[i]
+			}
 		}
-	}
-	if gen == nil {
-		add("kustomization.yaml generates no Secret %s", secretName)
-	} else {
+		if gen == nil {
+			add("kustomization.yaml generates no Secret %s", name)
+			continue
+		}
 		var keys []string
 		for _, f := range gen.Files {
 			k, src, _ := strings.Cut(f, "=")
 			keys = append(keys, k)
 			if !strings.HasPrefix(src, "secrets/") {
-				add("secret %s key %s from %q: want a file under secrets/ (secrets.sh)", secretName, k, src)
+				add("secret %s key %s from %q: want a file under secrets/ (secrets.sh)", name, k, src)
 			}
 		}
-		if slices.Sort(keys); !slices.Equal(keys, []string{keyRequirepass, keyZKOperator, keyZKWorker}) {
-			add("secret %s has keys %v, want %s, %s, %s", secretName, keys, keyZKOperator, keyZKWorker, keyRequirepass)
+		if slices.Sort(keys); !slices.Equal(keys, want) {
+			add("secret %s has keys %v, want %v", name, keys, want)
 		}
 	}
 	if b, err := os.ReadFile(".gitignore"); err != nil || !regexp.MustCompile(`(?m)^/secrets/$`).Match(b) {
@@ -246,6 +280,11 @@ func securityProblems(m manifests) []string {
 				add("%s: container %s mounts the operator identity: only the init Job may (a compromised pod would own the fleet's root)", p.name, c.Name)
 			}
 		}
+		for _, v := range p.spec.Volumes {
+			if i != 1 && v.Secret != nil && v.Secret.SecretName == operatorSecretName {
+				add("%s: volume %s refers to the Secret %s: only the init Job may (and a rotation of it would roll this pod)", p.name, v.Name, operatorSecretName)
+			}
+		}
 	}
 
 	// The init Job: snowflakectl init as the operator identity, naming the
@@ -267,10 +306,10 @@ func securityProblems(m manifests) []string {
 		return ""
 	}
 	if k := keyOf(job.Spec, ic, arg("--zk-auth-file")); k != keyZKOperator {
-		add("init: --zk-auth-file %q reads key %q of %s, want %s", arg("--zk-auth-file"), k, secretName, keyZKOperator)
+		add("init: --zk-auth-file %q reads key %q, want %s of %s", arg("--zk-auth-file"), k, keyZKOperator, operatorSecretName)
 	}
 	if k := keyOf(job.Spec, ic, arg("--zk-worker-auth-file")); k != keyZKWorker {
-		add("init: --zk-worker-auth-file %q reads key %q of %s, want %s", arg("--zk-worker-auth-file"), k, secretName, keyZKWorker)
+		add("init: --zk-worker-auth-file %q reads key %q, want %s of %s", arg("--zk-worker-auth-file"), k, keyZKWorker, secretName)
 	}
 	if !matchesMap(zkClientLabels, job.Labels) {
 		add("the init Job's pods are not labelled %v: ZooKeeper's policy keeps them out", zkClientLabels)
@@ -283,10 +322,10 @@ func securityProblems(m manifests) []string {
 		env[e.Name] = e.Value
 	}
 	if k := keyOf(pod.Spec, wc, env["SNOWFLAKE_ZK_AUTH_FILE"]); k != keyZKWorker {
-		add("worker: SNOWFLAKE_ZK_AUTH_FILE %q reads key %q of %s, want %s", env["SNOWFLAKE_ZK_AUTH_FILE"], k, secretName, keyZKWorker)
+		add("worker: SNOWFLAKE_ZK_AUTH_FILE %q reads key %q, want %s of %s", env["SNOWFLAKE_ZK_AUTH_FILE"], k, keyZKWorker, secretName)
 	}
 	if k := keyOf(pod.Spec, wc, env["SNOWFLAKE_REQUIREPASS_FILE"]); k != keyRequirepass {
-		add("worker: SNOWFLAKE_REQUIREPASS_FILE %q reads key %q of %s, want %s", env["SNOWFLAKE_REQUIREPASS_FILE"], k, secretName, keyRequirepass)
+		add("worker: SNOWFLAKE_REQUIREPASS_FILE %q reads key %q, want %s of %s", env["SNOWFLAKE_REQUIREPASS_FILE"], k, keyRequirepass, secretName)
 	}
 
 	// Reachability.
@@ -395,8 +434,8 @@ func containerProblems(pod string, c corev1.Container) []string {
 	return ps
 }
 
-// secretFiles returns keyOf, the key of the credentials Secret a file path
-// in a container reads (or ""), and mounted, every Secret key a container
+// secretFiles returns keyOf, the key a file path in a container reads, when
+// it comes from the Secret that key belongs in (else ""), and mounted, every Secret key a container
 // mounts.
 func secretFiles() (keyOf func(corev1.PodSpec, corev1.Container, string) string, mounted func(corev1.PodSpec, corev1.Container) []string) {
 	vols := func(spec corev1.PodSpec) map[string]*corev1.SecretVolumeSource {
@@ -412,11 +451,11 @@ func secretFiles() (keyOf func(corev1.PodSpec, corev1.Container, string) string,
 		vs := vols(spec)
 		for _, vm := range c.VolumeMounts {
 			s := vs[vm.Name]
-			if s == nil || s.SecretName != secretName || !vm.ReadOnly || vm.SubPath != "" {
+			if s == nil || !vm.ReadOnly || vm.SubPath != "" {
 				continue
 			}
 			for _, it := range s.Items {
-				if path.Join(vm.MountPath, it.Path) == file {
+				if path.Join(vm.MountPath, it.Path) == file && s.SecretName == secretOf(it.Key) {
 					return it.Key
 				}
 			}
