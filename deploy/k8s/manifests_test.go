@@ -186,7 +186,10 @@ func port(t *testing.T, addr string) int32 {
 
 // TestSnowflakedDeployment: every SNOWFLAKE_* variable and argument names a
 // real flag, the advertised address comes from the downward API, probes
-// and ports are the binary's, the grace period covers the shutdown.
+// and ports are the binary's (liveness and startup on /healthz, which
+// answers while a worker waits for the init Job to make the root, so no
+// restart), the grace period covers the shutdown, and the init Job runs
+// the same image on the same ensemble and root.
 func TestSnowflakedDeployment(t *testing.T) {
 	m := load(t)
 	bin, flags := daemonFlags(t)

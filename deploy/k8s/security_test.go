@@ -54,9 +54,12 @@ var (
 )
 
 // TestSecureAsShipped: the manifests are secure as they come (issue 24
-// item 9): the credentials are files of a generated Secret, each container
-// mounting only the keys it needs; ZooKeeper's ports and the workers' are
-// reachable only from the pods meant to reach them.
+// items 3 and 9): the credentials are files of generated Secrets, each
+// container mounting only the keys it needs; the operator identity is
+// mounted by the init Job alone (snowflakectl init as the operator, naming
+// the worker identity, labelled a ZooKeeper client), never by a worker pod;
+// ZooKeeper's ports and the workers' are reachable only from the pods meant
+// to reach them.
 func TestSecureAsShipped(t *testing.T) {
 	for _, p := range securityProblems(load(t)) {
 		t.Error(p)
