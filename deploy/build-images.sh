@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # build-images.sh builds the fleet's images without any registry:
-#   snowfleet/snowflaked:latest  static snowflaked + snowflakectl, FROM scratch
+#   snowfleet/snowflaked:latest  static snowflaked + snowflakectl (and
+#                                idlease-example, the embedded lease's example,
+#                                which the chaos suite runs), FROM scratch
 #   snowfleet/snowflaked:chaos   the same built with -tags chaos (movable clock)
 #   snowfleet/snowflaked:mutant-<name>  the chaos build of a scratch copy of
 #                                the tree with integration/mutants/<name>.patch
@@ -34,7 +36,7 @@ go_build() { # out-dir tags [source-dir [version-suffix]]
 	mkdir -p "$out"
 	(cd "$src" &&
 		CGO_ENABLED=0 GOOS=linux GOFLAGS=-buildvcs=false go build -trimpath -tags "$tags" \
-			-ldflags="-s -w -buildid= -X main.version=$version -X main.revision=$revision" -o "$out/" ./cmd/snowflaked ./cmd/snowflakectl) || return 1
+			-ldflags="-s -w -buildid= -X main.version=$version -X main.revision=$revision" -o "$out/" ./cmd/snowflaked ./cmd/snowflakectl ./cmd/idlease-example) || return 1
 	touch -d @0 "$out"/*
 }
 
