@@ -41,7 +41,7 @@ func (s *Stack) StartEmbedded(ctx context.Context) (Container, error) {
 		"--session-timeout", sessionTimeout.String(), "--renew", renew.String(),
 		"--count", "0", "--every", "2ms", "--wait", "5m", "--open-timeout", "5m")
 	if err != nil {
-		return Container{}, fmt.Errorf("start the embedded lease: %w", err)
+		return Container{}, fmt.Errorf("/idlease-example of %s (only the chaos build carries it): %w", workerImage(), err)
 	}
 	return Container{ID: id, Service: embeddedService, Number: 1, Running: true}, nil
 }
