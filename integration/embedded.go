@@ -90,9 +90,9 @@ func (c *Collector) readEmbedded(ctx context.Context, s *stream, id string, skip
 		if n <= skip {
 			continue
 		}
-		field, _, _ := strings.Cut(sc.Text(), "\t")
+		field, _, tabbed := strings.Cut(sc.Text(), "\t")
 		v, err := strconv.ParseInt(field, 10, 64)
-		if err != nil {
+		if err != nil || !tabbed {
 			s.mu.Lock()
 			s.badIDs = append(s.badIDs, fmt.Sprintf("embedded printed %q", sc.Text()))
 			s.mu.Unlock()
