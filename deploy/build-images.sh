@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # build-images.sh builds the fleet's images without any registry:
 #   snowfleet/snowflaked:latest  static snowflaked + snowflakectl, FROM scratch
-#   snowfleet/snowflaked:chaos   the same built with -tags chaos (movable clock)
+#   snowfleet/snowflaked:chaos   the same built with -tags chaos (movable clock),
+#                                plus /idlease-example (the embedded lease's
+#                                example, the chaos suite's embedded container)
 #   snowfleet/snowflaked:mutant-<name>  the chaos build of a scratch copy of
 #                                the tree with integration/mutants/<name>.patch
 #                                applied: a worker broken on purpose (make
@@ -28,13 +30,17 @@ MUTANTS=$SNOWFLEET_ROOT/integration/mutants/mutants.sh
 # tree: VERSION overrides it.
 go_build() { # out-dir tags [source-dir [version-suffix]]
 	local out=$1 tags=$2 src=${3:-$SNOWFLEET_ROOT} version revision
+	local pkgs=(./cmd/snowflaked ./cmd/snowflakectl)
+	# Chaos builds (test only) also carry the embedded lease's example, which
+	# the chaos suite runs beside the workers; the production image does not.
+	if [[ " $tags " == *" chaos "* ]]; then pkgs+=(./cmd/idlease-example); fi
 	version=${VERSION:-$(git -C "$SNOWFLEET_ROOT" describe --always --dirty 2>/dev/null || echo dev)}${4:-}
 	# snowflake_build_info{revision}: the commit (the VCS stamp is off).
 	revision=$(git -C "$SNOWFLEET_ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
 	mkdir -p "$out"
 	(cd "$src" &&
 		CGO_ENABLED=0 GOOS=linux GOFLAGS=-buildvcs=false go build -trimpath -tags "$tags" \
-			-ldflags="-s -w -buildid= -X main.version=$version -X main.revision=$revision" -o "$out/" ./cmd/snowflaked ./cmd/snowflakectl) || return 1
+			-ldflags="-s -w -buildid= -X main.version=$version -X main.revision=$revision" -o "$out/" "${pkgs[@]}") || return 1
 	touch -d @0 "$out"/*
 }
 
@@ -45,6 +51,7 @@ build_worker() { # image tags [source-dir [version-suffix [docker-build-args...]
 	log "building $image (go build -tags '$tags'${src:+ in $src})"
 	go_build "$ctx" "$tags" "$src" "$suffix" || { rm -rf "$ctx"; die "go build failed"; }
 	cp "$SNOWFLEET_ROOT/deploy/worker/Dockerfile" "$ctx/Dockerfile"
+	if [[ -e $ctx/idlease-example ]]; then echo 'COPY idlease-example /' >>"$ctx/Dockerfile"; fi
 	touch -d @0 "$ctx/Dockerfile"
 	size=$(du -ch "$ctx/snowflaked" "$ctx/snowflakectl" | tail -1 | cut -f1)
 	docker_build "$@" -t "$image" "$ctx" || { rm -rf "$ctx"; die "docker build of $image failed"; }

@@ -40,6 +40,7 @@ func scenarios() []scenario {
 		{"p slot node emptied by hand, then its holder killed", 3, stops, slotNodeEmptied},
 		{"q whole ensemble rebuilt empty, then init", 3, "every worker refuses (-NOLEASE) from its ceiling until init's reservation passes", ensembleRebuilt},
 		{"r ensemble restored from a copy a minute old, then recover", 3, "every worker refuses (-NOLEASE) until recover's reservation passes", ensembleRestored},
+		{"s embedded lease killed, paused, cut", 3, "each added standby worker refuses (-NOLEASE) until it takes the embedded lease's slot", embeddedFaults},
 	}
 }
 
