@@ -44,73 +44,69 @@ func (c *conn) wrongArgs(name string) {
 	c.wbuf = append(c.wbuf, "' command\r\n"...)
 }
 
-// nextID is NEXTID [STRING|INTEGER].
+// nextID is NEXTID [STRING|INTEGER|SHORT].
 func (c *conn) nextID(args [][]byte) result {
-	str, ok := c.idFormat("nextid", args[1:])
+	form, ok := c.idFormat("nextid", args[1:])
 	if !ok {
 		return resError
 	}
-	return c.issue(1, false, str)
+	return c.issue(1, false, form)
 }
 
-// nextIDs is NEXTIDS <n> [STRING|INTEGER].
+// nextIDs is NEXTIDS <n> [STRING|INTEGER|SHORT].
 func (c *conn) nextIDs(args [][]byte) result {
 	n, ok := resp.ParseInt(args[1])
 	if !ok || n < 1 || n > snowflake.MaxBatch {
 		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR count must be an integer in 1..4096, got ", args[1])
 		return resError
 	}
-	str, ok := c.idFormat("nextids", args[2:])
+	form, ok := c.idFormat("nextids", args[2:])
 	if !ok {
 		return resError
 	}
-	return c.issue(int(n), true, str)
+	return c.issue(int(n), true, form)
 }
 
-// idFormat reads the optional format word that ends an ID command: STRING
-// or INTEGER, any case; without one, the connection's IDFORMAT holds. A
-// wrong word is answered here (ok false).
-func (c *conn) idFormat(name string, rest [][]byte) (str, ok bool) {
+// idFormat reads the optional format word that ends an ID command:
+// STRING, INTEGER or SHORT, any case; without one, the connection's
+// IDFORMAT holds. A wrong word is answered here (ok false).
+func (c *conn) idFormat(name string, rest [][]byte) (idForm, bool) {
 	switch {
 	case len(rest) == 0:
-		return c.strIDs, true
+		return c.form, true
 	case len(rest) > 1:
 		c.wrongArgs(name)
-		return false, false
-	case equalFold(rest[0], "string"):
-		return true, true
-	case equalFold(rest[0], "integer"):
-		return false, true
+		return 0, false
 	}
-	c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR ID format must be STRING or INTEGER, got ", rest[0])
-	return false, false
+	f, ok := parseIDForm(rest[0])
+	if !ok {
+		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR ID format must be STRING, INTEGER or SHORT, got ", rest[0])
+	}
+	return f, ok
 }
 
-// idFormatCmd is IDFORMAT [STRING|INTEGER]: it sets the connection's
+// idFormatCmd is IDFORMAT [STRING|INTEGER|SHORT]: it sets the connection's
 // default for NEXTID and NEXTIDS (+OK), so that a pool can set it once per
 // connection; without an argument it answers the format in force.
 func (c *conn) idFormatCmd(args [][]byte) result {
 	if len(args) == 1 {
-		if c.strIDs {
-			c.wbuf = resp.AppendSimple(c.wbuf, "STRING")
-		} else {
-			c.wbuf = resp.AppendSimple(c.wbuf, "INTEGER")
-		}
+		c.wbuf = resp.AppendSimple(c.wbuf, c.form.String())
 		return resOK
 	}
-	str, ok := c.idFormat("idformat", args[1:])
+	form, ok := c.idFormat("idformat", args[1:])
 	if !ok {
 		return resError
 	}
-	c.strIDs = str
+	c.form = form
 	c.wbuf = resp.AppendSimple(c.wbuf, "OK")
 	return resOK
 }
 
 // issue is the hot path: one Ready check, one CAS in the generator, and
 // the IDs appended straight into the write buffer, as RESP integers or, for
-// clients whose numbers hold 53 bits, as decimal bulk strings (str).
-func (c *conn) issue(n int, array, str bool) result {
+// clients whose numbers hold 53 bits, as decimal bulk strings, or in the
+// short form.
+func (c *conn) issue(n int, array bool, form idForm) result {
 	l := c.s.lease
 	g := l.Generator()
 	// Ready is checked once per slice (execSlice), not per request: the
@@ -146,10 +142,13 @@ func (c *conn) issue(n int, array, str bool) result {
 	}
 	c.s.m.ids.Add(float64(n))
 	if array && n > 1 && mutant.Is(mutant.DupBatch) {
-		c.wbuf = appendDupBatch(c.wbuf, first, n, str)
+		c.wbuf = appendDupBatch(c.wbuf, first, n, form == formString)
 		return resOK
 	}
+	str := form == formString
 	switch {
+	case form == formShort:
+		c.wbuf = appendShortIDs(c.wbuf, first, n, array)
 	case !array && str:
 		c.wbuf = resp.AppendBulkInt(c.wbuf, first)
 	case !array:
@@ -182,7 +181,13 @@ func (c *conn) ping(args [][]byte) result {
 func (c *conn) decode(args [][]byte) result {
 	arg := args[1]
 	id, ok := resp.ParseInt(arg)
-	if !ok || id < 0 {
+	if len(arg) == snowflake.ShortLen {
+		var err error
+		if id, err = snowflake.ParseShort(string(arg)); err != nil {
+			c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR a 13-character id is the short form (Crockford base-32, 0000000000000..7ZZZZZZZZZZZZ), got ", arg)
+			return resError
+		}
+	} else if !ok || id < 0 {
 		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR id must be a non-negative 64-bit integer, got ", arg)
 		return resError
 	}
