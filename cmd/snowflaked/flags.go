@@ -91,6 +91,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&c.MaxSkew, coord("MaxSkew", "max-skew"), c.MaxSkew, "largest clock skew against ZooKeeper's leader before the worker stops serving")
 	fs.DurationVar(&c.ReleaseTimeout, coord("ReleaseTimeout", "release-timeout"), c.ReleaseTimeout, "bound on releasing the slot at shutdown when ZooKeeper is slow")
 	fs.Var(clockBackFlag{&c.OnClockBack}, coord("OnClockBack", "on-clock-back"), "what a clock step back does: logical (go on from the last issued timestamp, within --max-clock-lead and the confirmed ceiling; stays ready) or refuse (-CLOCKBACK and not ready until the clock catches up)")
+	fs.Var(sequenceStartFlag{&c.SequenceStart}, coord("SequenceStart", "sequence-start"), "the sequence each millisecond starts at: zero (every millisecond at 0) or spread (spread over the milliseconds, so that id % N shards evenly below one ID per millisecond; the cap is kept at full load)")
 	fs.DurationVar(&c.MaxClockLead, coord("MaxClockLead", "max-clock-lead"), c.MaxClockLead, "with --on-clock-back logical: how far ahead of the clock IDs may be issued, at most --horizon and --standby-horizon (further would stall the worker while a standby waits)")
 	fs.IntVar(&w.MaxConns, work("MaxConns", "max-conns"), w.MaxConns, "most client connections open at once; more are refused with -ERR max number of clients reached")
 	fs.DurationVar(&w.IdleTimeout, work("IdleTimeout", "idle-timeout"), w.IdleTimeout, "close a client connection silent for this long (0 = never)")
@@ -217,6 +218,25 @@ func (f clockBackFlag) String() string {
 
 func (f clockBackFlag) Set(s string) error {
 	v, err := snowflake.ParseClockBackPolicy(s)
+	if err != nil {
+		return err
+	}
+	*f.p = v
+	return nil
+}
+
+// sequenceStartFlag binds --sequence-start to coordinator.Config.SequenceStart.
+type sequenceStartFlag struct{ p *snowflake.SequenceStart }
+
+func (f sequenceStartFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f sequenceStartFlag) Set(s string) error {
+	v, err := snowflake.ParseSequenceStart(s)
 	if err != nil {
 		return err
 	}

@@ -611,9 +611,14 @@ end:
      The logical clock (--on-clock-back logical: logicalNext, the clock
      behind last) takes last+1 or the same millisecond's next sequence,
      never above the ceiling: both are among these moves, since a clock
-     reading is any value, so the model covers it as it stands. */
+     reading is any value, so the model covers it as it stands.
+     The new millisecond's first sequence is any of 0..MAXSEQ: 0 with
+     --sequence-start zero, spreadStart's choice with spread. */
   :: atomic { holding[w] && glast[w] < MIN(GCEIL(w), MAXT) ->
-       PICK(glast[w] + 1, MIN(GCEIL(w), MAXT)); d_step { gk_ = 0; issue(w) } }
+       PICK(glast[w] + 1, MIN(GCEIL(w), MAXT));
+       gk_ = 0;
+       do :: gk_ < MAXSEQ -> gk_++ :: break od;
+       d_step { issue(w) } }
   :: d_step { holding[w] && !gflr[w] && gseq[w] < MAXSEQ ->
        gt_ = glast[w]; gk_ = gseq[w] + 1; issue(w) }
 #ifdef M_LOGICALCEIL
