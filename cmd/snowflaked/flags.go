@@ -33,6 +33,8 @@ type options struct {
 	// for errors from Validate.
 	coordFlags, workerFlags map[string]string
 	tls                     tlsOptions
+	// httpIDs is --http-ids: the listener of IDs over HTTP ("" = off).
+	httpIDs string
 	// zkAuthFile is --zk-auth-file: the ZooKeeper credentials, read into
 	// coord.Auth at start.
 	zkAuthFile string
@@ -110,6 +112,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.tls.files.CAFile, "tls-ca-cert-file", "", "PEM CA certificates that client certificates are checked against; reloaded when it changes")
 	fs.StringVar(&o.tls.files.AuthClients, "tls-auth-clients", "yes", "client certificates, as Redis: yes (required: mutual TLS), optional (checked if sent), no")
 	fs.BoolVar(&o.tls.httpTLS, "http-tls", false, "serve the admin HTTP port (--http) over TLS with the --tls-* files")
+	fs.StringVar(&o.httpIDs, "http-ids", "", "address of IDs over HTTP (GET /id, GET /ids?count=N), never the admin port; behind the lease's readiness, --requirepass-file (Authorization: Bearer), --max-conns and the timeouts (default none: off)")
+	fs.BoolVar(&o.tls.idsTLS, "http-ids-tls", false, "serve --http-ids over TLS with the --tls-* files")
 	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", o.logLevel, "log level: trace, debug, info, warn, error")
 	fs.Var(versionFlag{&o.showVersion}, "version", "print the version and exit")
@@ -152,6 +156,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		if _, _, err := net.SplitHostPort(o.coord.Advertise); err != nil {
 			return o, usagef("--advertise %q: want host:port (%v)", o.coord.Advertise, err)
 		}
+	}
+	if err := o.checkHTTPIDs(); err != nil {
+		return o, err
 	}
 	if err := o.tls.check(); err != nil {
 		return o, err
