@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -30,11 +32,13 @@ func (s *Server) IDsServer() *http.Server {
 	}
 }
 
-// IDsListener caps ln at Config.MaxConns open connections, as the RESP
-// port is capped (past it new ones wait in the kernel's backlog).
+// IDsListener caps ln at Config.MaxConns open connections, the RESP
+// port's cap (past it new ones wait in the kernel's backlog). There is no
+// cap per remote address: a balancer is one address for all its clients.
 func (s *Server) IDsListener(ln net.Listener) net.Listener {
 	return &limitListener{Listener: ln, sem: make(chan struct{}, s.cfg.MaxConns), done: make(chan struct{}),
-		perAddr: s.cfg.MaxConns, byAddr: map[string]int{}, refused: s.m.adminRefused}
+		perAddr: s.cfg.MaxConns, byAddr: map[string]int{},
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "unused"})} // perAddr never binds
 }
 
 // IDsHandler serves GET /id and GET /ids?count=N (1..4096). The IDs are
