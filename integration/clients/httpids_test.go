@@ -7,15 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -157,64 +154,18 @@ func drawHTTP(ctx context.Context, name, url string, min time.Duration) *draw {
 }
 
 // startHTTPBalancer runs HAProxy in HTTP mode before the workers' --http-ids
-// listeners, health-checking /readyz on each admin port; a failed
-// connection is retried on another worker, a 503 is passed to the client.
+// listeners: a failed connection is retried on another worker, a 503 is
+// passed to the client.
 func startHTTPBalancer(t *testing.T, ws []*fleettest.Worker, idAddrs []string) string {
 	t.Helper()
-	front := zktest.FreeAddr(t)
-	var b strings.Builder
-	fmt.Fprintf(&b, `global
-	maxconn 2000
-defaults
-	mode http
+	return runHAProxy(t, `	mode http
 	timeout connect 1s
 	timeout client 60s
 	timeout server 1s
 	retries 3
 	option redispatch
 	retry-on conn-failure empty-response
-frontend ids
-	bind %s
-	default_backend workers
-backend workers
-	balance roundrobin
-	option httpchk GET /readyz
-	http-check expect status 200
-	default-server inter 100ms fastinter 100ms downinter 200ms fall 1 rise 2
-`, front)
-	for i, w := range ws {
-		_, port, _ := net.SplitHostPort(w.HTTP)
-		fmt.Fprintf(&b, "\tserver w%d %s check port %s\n", i, idAddrs[i], port)
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(cfg, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "haproxy.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("haproxy", "-db", "-f", cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start haproxy: %v", err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); logf.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", front, time.Second)
-		if err == nil {
-			c.Close()
-			return front
-		}
-		if time.Now().After(deadline) {
-			out, _ := os.ReadFile(logf.Name())
-			t.Fatalf("haproxy did not listen on %s: %v\n%s", front, err, out)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+`, ws, idAddrs)
 }
 
 // runHTTPSnippets runs the cookbook's curl, Python requests and fetch()
