@@ -93,6 +93,10 @@ type Config struct {
 	// in force is min(MaxClockLead, Horizon). With OnClockBack logical it
 	// may not exceed the standby horizon in force (see Validate).
 	MaxClockLead time.Duration
+	// SequenceStart is the sequence each millisecond's first ID takes:
+	// snowflake.StartZero (the default) or snowflake.StartSpread, which
+	// spreads the starts so that id % N shards evenly at low rates.
+	SequenceStart snowflake.SequenceStart
 	// Advertise is the worker's ID service address (host:port), published in
 	// the lease node for client discovery.
 	Advertise string
@@ -207,6 +211,9 @@ func (c Config) Validate() error {
 	}
 	if c.OnClockBack != snowflake.Refuse && c.OnClockBack != snowflake.Logical {
 		return bad("OnClockBack", c.OnClockBack, "is neither refuse nor logical")
+	}
+	if c.SequenceStart != snowflake.StartZero && c.SequenceStart != snowflake.StartSpread {
+		return bad("SequenceStart", int(c.SequenceStart), "is neither zero nor spread")
 	}
 	if c.OnClockBack == snowflake.Logical && c.MaxClockLead <= 0 {
 		return bad("MaxClockLead", c.MaxClockLead, "must be positive with OnClockBack logical")

@@ -182,6 +182,7 @@ func TestConfigValidate(t *testing.T) {
 		"SessionTimeout": func(c *Config) { c.SessionTimeout = time.Millisecond },
 		"Horizon":        func(c *Config) { c.Horizon = c.Renew },
 		"Auth":           func(c *Config) { c.Auth = "nopassword" },
+		"SequenceStart":  func(c *Config) { c.SequenceStart = 5 },
 	} {
 		cfg := insecureDefault()
 		mod(&cfg)

@@ -24,7 +24,7 @@ func (s *session) hold(ctx context.Context, l *lease) {
 	}
 	gen, err := snowflake.NewGenerator(snowflake.Config{Slot: l.slot, Floor: floor, Ceiling: l.ceiling,
 		MaxRollbackWait: c.cfg.MaxRollbackWait, Clock: c.clock,
-		OnClockBack: c.cfg.OnClockBack, MaxLead: c.cfg.clockLead()})
+		OnClockBack: c.cfg.OnClockBack, MaxLead: c.cfg.clockLead(), SequenceStart: c.cfg.SequenceStart})
 	if err != nil {
 		// Only a reservation outside the ID's time range gets here.
 		c.log.Error("cannot make a generator for the lease", "slot", l.slot, "error", err)

@@ -22,7 +22,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   prometheus     promtool (make rules: the alert rules and their unit tests)
 #                  and the server the compose stack's Prometheus image copies
 #   chromium       headless, renders /slots in the slot-map page's test
-packages=(redis-server redis-tools debootstrap haproxy python3-redis node-redis spin gcc prometheus chromium)
+#   curl, python3-requests
+#                  IDs over HTTP (--http-ids): worker/ and integration/clients
+#                  test with curl, and run the cookbook's requests snippet
+packages=(redis-server redis-tools debootstrap haproxy python3-redis node-redis spin gcc prometheus chromium curl python3-requests)
 [[ ${SNOWFLEET_SKIP_ZK:-} == 1 ]] || packages=(zookeeper "${packages[@]}")
 
 if [[ ${CI:-} == true ]]; then

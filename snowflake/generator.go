@@ -33,6 +33,11 @@ type Config struct {
 	// than MaxLead ahead of the clock; beyond it, it refuses as Refuse does.
 	// Ignored with Refuse.
 	MaxLead time.Duration
+	// SequenceStart is the sequence each millisecond's first ID takes:
+	// StartZero (0, the default) or StartSpread (spread over the
+	// milliseconds, so that the low bits of the IDs shard evenly at any
+	// rate). A millisecond taken by the logical clock starts at 0.
+	SequenceStart SequenceStart
 }
 
 // ClockBackPolicy is Config.OnClockBack.
@@ -101,6 +106,9 @@ func (c Config) Validate() error {
 	if c.OnClockBack == Logical && c.MaxLead <= 0 {
 		return &ConfigError{Field: "MaxLead", Value: c.MaxLead, Reason: "must be positive with OnClockBack logical"}
 	}
+	if c.SequenceStart != StartZero && c.SequenceStart != StartSpread {
+		return &ConfigError{Field: "SequenceStart", Value: int(c.SequenceStart), Reason: "is neither StartZero nor StartSpread"}
+	}
 	return nil
 }
 
@@ -133,6 +141,9 @@ type Generator struct {
 	// stops mid-millisecond, at most seven IDs after it can carry its last
 	// millisecond; an ID is never stamped ahead of the clock. -1: none.
 	fresh atomic.Int64
+	// full is, with StartSpread, the last millisecond (since Epoch) that a
+	// request found used up: the one after it starts at 0.
+	full atomic.Int64
 	// ceiling is in ms since Epoch.
 	ceiling atomic.Int64
 	// done counts IDs issued in milliseconds the state has moved past.
@@ -145,6 +156,12 @@ type Generator struct {
 	// logical counts IDs issued while the clock was behind the state (a
 	// logical clock, with Logical); off the hot path.
 	logical atomic.Uint64
+	// spread is SequenceStart == StartSpread; entered counts the
+	// milliseconds entered with it (spreadStart's k). Both it and full are
+	// touched once per millisecond, not per ID, and only pick a start: a
+	// stale read makes two milliseconds start alike, which repeats no ID.
+	spread  bool
+	entered atomic.Uint64
 
 	// gate lets one goroutine sleep until the next millisecond while the
 	// others wait on it: 64 waiting goroutines cost one sleep, not 64. It is
@@ -175,6 +192,7 @@ func NewGenerator(cfg Config) (*Generator, error) {
 		maxBack: cfg.MaxRollbackWait.Milliseconds(),
 		maxLead: -1,
 		clock:   cfg.Clock,
+		spread:  cfg.SequenceStart == StartSpread,
 	}
 	if cfg.OnClockBack == Logical {
 		g.maxLead = cfg.MaxLead.Milliseconds()
@@ -182,6 +200,7 @@ func NewGenerator(cfg Config) (*Generator, error) {
 	floor := max(cfg.Floor-Epoch, 0)
 	g.state.Store(floor<<SequenceBits | MaxSequence | floorBit)
 	g.fresh.Store(-1)
+	g.full.Store(-1)
 	if cfg.Ceiling != 0 {
 		g.ceiling.Store(cfg.Ceiling - Epoch)
 	}
@@ -245,7 +264,14 @@ func (g *Generator) reserve(n int64, wait bool) (first int64, retry time.Duratio
 			if ceil := g.ceiling.Load(); now > ceil {
 				return 0, 0, &CeilingError{NowMs: now + Epoch, CeilingMs: ceil + Epoch}
 			}
-			next = now<<SequenceBits | (n - 1)
+			next = now << SequenceBits
+			if g.spread && g.full.Load() != last {
+				// After a millisecond that a request found used up, the
+				// next starts at 0: at full load every millisecond holds
+				// all 4,096.
+				next |= spreadStart(g.entered.Load(), n)
+			}
+			next += n - 1
 		case now < last && g.maxLead >= 0:
 			// Logical: the clock is behind; go on from the state, within
 			// the lead bound and the ceiling. Off the hot path: a clock
@@ -269,6 +295,9 @@ func (g *Generator) reserve(n int64, wait bool) (first int64, retry time.Duratio
 		default:
 			// This millisecond is used up (or is the floor): sleep, do not
 			// spin, until the clock reaches the next one.
+			if g.spread && g.full.Load() != last {
+				g.full.Store(last)
+			}
 			if !wait {
 				return 0, max(time.Duration((last+1)*int64(time.Millisecond)-nowNs), 1), nil
 			}
@@ -282,13 +311,23 @@ func (g *Generator) reserve(n int64, wait bool) (first int64, retry time.Duratio
 		if next>>SequenceBits == last {
 			return g.id(old + 1), 0, nil
 		}
+		// done counts from sequence 0: a millisecond started at s is
+		// counted s short now, so that done plus its sequence+1 is right.
+		start := next&MaxSequence - (n - 1)
+		d := -start
 		if old&floorBit == 0 {
-			g.done.Add(uint64(seq + 1))
+			d += seq + 1
+		}
+		if d != 0 {
+			g.done.Add(uint64(d))
+		}
+		if g.spread {
+			g.entered.Add(1)
 		}
 		if slept {
 			g.fresh.Store(now)
 		}
-		return g.id(now << SequenceBits), 0, nil
+		return g.id(next - (n - 1)), 0, nil
 	}
 }
 

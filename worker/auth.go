@@ -198,13 +198,31 @@ func (a *auth) required() bool { return a.digests.Load() != nil }
 // counts a failure; on success it records the password c authenticated
 // with (conn.pass), for a rotation to find.
 func (a *auth) check(c *conn, user, pw []byte) bool {
-	sum := sha256.Sum256(pw)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	digest, ok := a.match(user, pw)
+	if ok {
+		c.pass = digest
+	}
+	return ok
+}
+
+// checkRequest is check for a request that stands alone (IDs over HTTP):
+// nothing outlives it, so nothing is recorded for a rotation.
+func (a *auth) checkRequest(pw []byte) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, ok := a.match(nil, pw)
+	return ok
+}
+
+// match is check's comparison, under a.mu: the digest pw matched, or the
+// none digest when no password is in force.
+func (a *auth) match(user, pw []byte) (*[sha256.Size]byte, bool) {
+	sum := sha256.Sum256(pw)
 	d := a.digests.Load()
 	if d == nil {
-		c.pass = &a.none
-		return true
+		return &a.none, true
 	}
 	ok, match := 0, 0
 	for i := range *d {
@@ -217,10 +235,9 @@ func (a *auth) check(c *conn, user, pw []byte) bool {
 	}
 	if ok != 1 {
 		a.failures.Inc()
-		return false
+		return nil, false
 	}
-	c.pass = &(*d)[match]
-	return true
+	return &(*d)[match], true
 }
 
 // open reports whether no password is in force, and then records that c

@@ -39,6 +39,7 @@ func newCommands() commandTable {
 		{name: "nextrange", arity: -2, flag: "write", run: (*conn).nextRange},
 		{name: "idformat", arity: -1, flag: "fast", run: (*conn).idFormatCmd},
 		{name: "decode", arity: 2, flag: "readonly", run: (*conn).decode},
+		{name: "idrange", arity: -3, flag: "readonly", run: (*conn).idRange},
 		{name: "info", arity: -1, flag: "readonly", run: (*conn).info},
 		{name: "quit", arity: -1, flag: "fast", quit: true, run: (*conn).quit},
 		// The rest lets redis-cli, redis-benchmark and client libraries

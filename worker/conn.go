@@ -74,9 +74,8 @@ type conn struct {
 	// waitBig: the waiting request wants more than half a millisecond's
 	// IDs (see loop.unpark).
 	waitBig bool
-	// strIDs is the connection's IDFORMAT: IDs as decimal bulk strings
-	// instead of RESP integers.
-	strIDs bool
+	// form is the connection's IDFORMAT.
+	form idForm
 	// refused is set when an ID request was refused (-NOLEASE, -CLOCKBACK)
 	// and Config.CloseOnNoLease asks to close after the reply, so that a
 	// pooled client behind a balancer reconnects to a worker that serves.

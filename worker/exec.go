@@ -43,64 +43,59 @@ func (c *conn) wrongArgs(name string) {
 	c.wbuf = append(c.wbuf, "' command\r\n"...)
 }
 
-// nextID is NEXTID [STRING|INTEGER].
+// nextID is NEXTID [STRING|INTEGER|SHORT].
 func (c *conn) nextID(args [][]byte) result {
-	str, ok := c.idFormat("nextid", args[1:])
+	form, ok := c.idFormat("nextid", args[1:])
 	if !ok {
 		return resError
 	}
-	return c.issue(1, false, str)
+	return c.issue(1, false, form)
 }
 
-// nextIDs is NEXTIDS <n> [STRING|INTEGER].
+// nextIDs is NEXTIDS <n> [STRING|INTEGER|SHORT].
 func (c *conn) nextIDs(args [][]byte) result {
 	n, ok := c.count(args[1])
 	if !ok {
 		return resError
 	}
-	str, ok := c.idFormat("nextids", args[2:])
+	form, ok := c.idFormat("nextids", args[2:])
 	if !ok {
 		return resError
 	}
-	return c.issue(n, true, str)
+	return c.issue(n, true, form)
 }
 
-// idFormat reads the optional format word that ends an ID command: STRING
-// or INTEGER, any case; without one, the connection's IDFORMAT holds. A
-// wrong word is answered here (ok false).
-func (c *conn) idFormat(name string, rest [][]byte) (str, ok bool) {
+// idFormat reads the optional format word that ends an ID command:
+// STRING, INTEGER or SHORT, any case; without one, the connection's
+// IDFORMAT holds. A wrong word is answered here (ok false).
+func (c *conn) idFormat(name string, rest [][]byte) (idForm, bool) {
 	switch {
 	case len(rest) == 0:
-		return c.strIDs, true
+		return c.form, true
 	case len(rest) > 1:
 		c.wrongArgs(name)
-		return false, false
-	case equalFold(rest[0], "string"):
-		return true, true
-	case equalFold(rest[0], "integer"):
-		return false, true
+		return 0, false
 	}
-	c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR ID format must be STRING or INTEGER, got ", rest[0])
-	return false, false
+	f, ok := parseIDForm(rest[0])
+	if !ok {
+		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR ID format must be STRING, INTEGER or SHORT, got ", rest[0])
+	}
+	return f, ok
 }
 
-// idFormatCmd is IDFORMAT [STRING|INTEGER]: it sets the connection's
+// idFormatCmd is IDFORMAT [STRING|INTEGER|SHORT]: it sets the connection's
 // default for NEXTID and NEXTIDS (+OK), so that a pool can set it once per
 // connection; without an argument it answers the format in force.
 func (c *conn) idFormatCmd(args [][]byte) result {
 	if len(args) == 1 {
-		if c.strIDs {
-			c.wbuf = resp.AppendSimple(c.wbuf, "STRING")
-		} else {
-			c.wbuf = resp.AppendSimple(c.wbuf, "INTEGER")
-		}
+		c.wbuf = resp.AppendSimple(c.wbuf, c.form.String())
 		return resOK
 	}
-	str, ok := c.idFormat("idformat", args[1:])
+	form, ok := c.idFormat("idformat", args[1:])
 	if !ok {
 		return resError
 	}
-	c.strIDs = str
+	c.form = form
 	c.wbuf = resp.AppendSimple(c.wbuf, "OK")
 	return resOK
 }
@@ -149,13 +144,16 @@ func (c *conn) take(n int) (int64, result) {
 
 // issue takes n IDs (take) and appends them straight into the write
 // buffer, as RESP integers or, for clients whose numbers hold 53 bits, as
-// decimal bulk strings (str).
-func (c *conn) issue(n int, array, str bool) result {
+// decimal bulk strings, or in the short form.
+func (c *conn) issue(n int, array bool, form idForm) result {
 	first, res := c.take(n)
 	if res != resOK {
 		return res
 	}
+	str := form == formString
 	switch {
+	case form == formShort:
+		c.wbuf = appendShortIDs(c.wbuf, first, n, array)
 	case !array && str:
 		c.wbuf = resp.AppendBulkInt(c.wbuf, first)
 	case !array:
@@ -188,7 +186,13 @@ func (c *conn) ping(args [][]byte) result {
 func (c *conn) decode(args [][]byte) result {
 	arg := args[1]
 	id, ok := resp.ParseInt(arg)
-	if !ok || id < 0 {
+	if len(arg) == snowflake.ShortLen {
+		var err error
+		if id, err = snowflake.ParseShort(string(arg)); err != nil {
+			c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR a 13-character id is the short form (Crockford base-32, 0000000000000..7ZZZZZZZZZZZZ), got ", arg)
+			return resError
+		}
+	} else if !ok || id < 0 {
 		c.wbuf = resp.AppendQuotedError(c.wbuf, "ERR id must be a non-negative 64-bit integer, got ", arg)
 		return resError
 	}

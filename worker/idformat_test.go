@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,7 +64,7 @@ func testIDFormat(t *testing.T) {
 
 	// Bad words are named, and the connection serves on.
 	r.send("NEXTID BASE64\r\n")
-	r.expect("-ERR ID format must be STRING or INTEGER, got 'BASE64'")
+	r.expect("-ERR ID format must be STRING, INTEGER or SHORT, got 'BASE64'")
 	r.send("IDFORMAT\r\n")
 	r.expect("+INTEGER")
 
@@ -86,6 +88,75 @@ func testIDFormat(t *testing.T) {
 	if dec[7] != int64(f.Machine) || dec[9] != int64(f.Sequence) {
 		t.Fatalf("DECODE %s = %v, want machine %d sequence %d", ids[0], dec, f.Machine, f.Sequence)
 	}
+	testShortForm(t, w)
+}
+
+// testShortForm: NEXTID SHORT, NEXTIDS n SHORT and IDFORMAT SHORT answer
+// 13-character short forms as bulk strings, contiguous and ascending in
+// byte order; DECODE takes them, and bad ones are named.
+func testShortForm(t *testing.T, w *testWorker) {
+	r := w.dial(t)
+	r.send("NEXTID short\r\n")
+	r.expect("$13")
+	line, _ := r.line()
+	prev := mustShort(t, line)
+	prevS := line
+
+	r.send("NEXTIDS 300 SHORT\r\n")
+	r.expect("*300")
+	for i := 0; i < 300; i++ {
+		r.expect("$13")
+		line, _ := r.line()
+		id := mustShort(t, line)
+		if id <= prev || line <= prevS || (i > 0 && id != prev+1) {
+			t.Fatalf("NEXTIDS 300 SHORT: %s (%d) after %s (%d)", line, id, prevS, prev)
+		}
+		prev, prevS = id, line
+	}
+
+	r.send("IDFORMAT SHORT\r\nIDFORMAT\r\nNEXTID\r\nNEXTID INTEGER\r\n")
+	r.expect("+OK")
+	r.expect("+SHORT")
+	r.expect("$13")
+	line, _ = r.line()
+	if id := mustShort(t, line); id <= prev {
+		t.Fatalf("NEXTID under IDFORMAT SHORT: %d after %d", id, prev)
+	}
+	prev = mustIDAfter(t, r.expectPrefix(":")[1:], prev)
+
+	// DECODE takes the short form, upper or lower case, and the decimal
+	// one, with the same answer; a bad short form is named.
+	c := w.client()
+	ctx := context.Background()
+	want, err := c.Do(ctx, "DECODE", strconv.FormatInt(prev, 10)).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{snowflake.FormatShort(prev), strings.ToLower(snowflake.FormatShort(prev))} {
+		got, err := c.Do(ctx, "DECODE", s).Slice()
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("DECODE %s = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	r.send("DECODE 8000000000000\r\nDECODE 0000000000U00\r\nPING\r\n")
+	r.expect("-ERR a 13-character id is the short form (Crockford base-32, 0000000000000..7ZZZZZZZZZZZZ), got '8000000000000'")
+	r.expect("-ERR a 13-character id is the short form (Crockford base-32, 0000000000000..7ZZZZZZZZZZZZ), got '0000000000U00'")
+	r.expect("+PONG")
+
+	// go-redis reads them as strings.
+	ids, err := c.Do(ctx, "NEXTIDS", "4", "SHORT").StringSlice()
+	if err != nil || len(ids) != 4 || !slices.IsSorted(ids) {
+		t.Fatalf("NEXTIDS 4 SHORT = %v, %v", ids, err)
+	}
+}
+
+func mustShort(t *testing.T, s string) int64 {
+	t.Helper()
+	id, err := snowflake.ParseShort(s)
+	if err != nil || id <= 0 || snowflake.FormatShort(id) != s {
+		t.Fatalf("%q is not a short-form ID: %v", s, err)
+	}
+	return id
 }
 
 func mustID(t *testing.T, s string) int64 {

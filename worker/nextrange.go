@@ -5,20 +5,21 @@ import (
 	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
-// nextRange is NEXTRANGE <n> [STRING|INTEGER]: the IDs first..first+n-1,
+// nextRange is NEXTRANGE <n> [STRING|INTEGER|SHORT]: the IDs first..first+n-1,
 // consecutive integers of one millisecond and one slot as NEXTIDS n gives,
 // issued to this caller and answered as the two-element array [first, n].
 // A whole millisecond then costs one short reply instead of 4,096 integers
 // written and parsed again. Everything else is NEXTIDS's: the same take
 // (gates, refusals, fairness, the ID counter), the same count limit, the
 // same format word; STRING sends first as a decimal bulk string, so that a
-// client whose numbers hold 53 bits does its arithmetic on the exact value.
+// client whose numbers hold 53 bits does its arithmetic on the exact value,
+// and so does SHORT: a range is for arithmetic, which the short form is not.
 func (c *conn) nextRange(args [][]byte) result {
 	n, ok := c.count(args[1])
 	if !ok {
 		return resError
 	}
-	str, ok := c.idFormat("nextrange", args[2:])
+	form, ok := c.idFormat("nextrange", args[2:])
 	if !ok {
 		return resError
 	}
@@ -27,7 +28,7 @@ func (c *conn) nextRange(args [][]byte) result {
 		return res
 	}
 	c.wbuf = resp.AppendArrayHeader(c.wbuf, 2)
-	if str {
+	if form != formInteger {
 		c.wbuf = resp.AppendBulkInt(c.wbuf, first)
 	} else {
 		c.wbuf = resp.AppendInt(c.wbuf, first)

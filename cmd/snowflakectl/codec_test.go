@@ -56,10 +56,33 @@ func TestEncodeBadInput(t *testing.T) {
 
 func TestDecode(t *testing.T) {
 	out, _, rc := runCtl(t, "", "decode", "1724551110457221119", "0")
-	want := "1724551110457221119 unix_ms=1700000000000 time=2023-11-14T22:13:20Z datacenter=7 machine=13 sequence=4095\n" +
-		"0 unix_ms=1288834974657 time=2010-11-04T01:42:54.657Z datacenter=0 machine=0 sequence=0\n"
+	want := "1724551110457221119 unix_ms=1700000000000 time=2023-11-14T22:13:20Z datacenter=7 machine=13 sequence=4095 short=1FVPP347WXQZZ\n" +
+		"0 unix_ms=1288834974657 time=2010-11-04T01:42:54.657Z datacenter=0 machine=0 sequence=0 short=0000000000000\n"
 	if rc != 0 || out != want {
 		t.Fatalf("decode = %q rc %d, want %q", out, rc, want)
+	}
+}
+
+// TestShortFormCLI: encode --format short prints the short form, and
+// decode reads it in either case as it reads the decimal form.
+func TestShortFormCLI(t *testing.T) {
+	out, errs, rc := runCtl(t, "", "encode", "--unix-ms", "1700000000000", "--datacenter", "7", "--machine", "13", "--sequence", "4095", "--format", "short")
+	if rc != 0 || out != "1FVPP347WXQZZ\n" {
+		t.Fatalf("encode --format short = %q (stderr %q, rc %d), want 1FVPP347WXQZZ", out, errs, rc)
+	}
+	if _, errs, rc := runCtl(t, "", "encode", "--unix-ms", "1700000000000", "--datacenter", "7", "--machine", "13", "--format", "hex"); rc != 2 || !strings.Contains(errs, `--format "hex"`) {
+		t.Fatalf("encode --format hex: rc %d, stderr %q; want 2 naming the flag", rc, errs)
+	}
+	dec, _, _ := runCtl(t, "", "decode", "1724551110457221119")
+	for _, s := range []string{"1FVPP347WXQZZ", "1fvpp347wxqzz"} {
+		out, errs, rc := runCtl(t, s+"\n", "decode", "-")
+		if rc != 0 || out != dec {
+			t.Fatalf("decode %s = %q (stderr %q, rc %d), want %q", s, out, errs, rc, dec)
+		}
+	}
+	out, errs, rc = runCtl(t, "", "decode", "1FVPP347WXQZU", "8000000000000")
+	if rc != 2 || out != "" || !strings.Contains(errs, `id "1FVPP347WXQZU": not a short-form ID`) || !strings.Contains(errs, "above the largest ID") {
+		t.Fatalf("decode of bad short forms: rc %d, stdout %q, stderr %q", rc, out, errs)
 	}
 }
 
@@ -76,7 +99,7 @@ func TestDecodeJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{"id": "1724551110457221119", "unix_ms": "1700000000000", "time": "2023-11-14T22:13:20Z",
-		"datacenter": "7", "machine": "13", "sequence": "4095"}
+		"datacenter": "7", "machine": "13", "sequence": "4095", "short": "1FVPP347WXQZZ"}
 	if len(d) != len(want) {
 		t.Fatalf("keys = %v, want %v", d, want)
 	}

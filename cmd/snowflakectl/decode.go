@@ -22,6 +22,7 @@ type decoded struct {
 	Datacenter int    `json:"datacenter"`
 	Machine    int    `json:"machine"`
 	Sequence   int    `json:"sequence"`
+	Short      string `json:"short"`
 }
 
 func runDecode(args []string, stdout, stderr io.Writer) int {
@@ -30,8 +31,9 @@ func runDecode(args []string, stdout, stderr io.Writer) int {
 
 func decodeFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("decode", "[--json] ID... (or IDs on stdin, one per line, with -)",
-		"Prints the fields of each ID, one line (or one JSON object) per ID.")
-	asJSON := fs.Bool("json", false, "print one JSON object per ID (keys id, unix_ms, time, datacenter, machine, sequence)")
+		"Prints the fields of each ID, one line (or one JSON object) per ID. An ID is\n"+
+			"decimal or the 13-character short form (Crockford base-32, either case).")
+	asJSON := fs.Bool("json", false, "print one JSON object per ID (keys id, unix_ms, time, datacenter, machine, sequence, short)")
 	if rc := parse(fs, idsAfterFlags(args), stdout, stderr); rc >= 0 {
 		return rc
 	}
@@ -68,8 +70,8 @@ func decodeFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			_ = enc.Encode(d)
 			continue
 		}
-		fmt.Fprintf(w, "%d unix_ms=%d time=%s datacenter=%d machine=%d sequence=%d\n",
-			d.ID, d.UnixMs, d.Time, d.Datacenter, d.Machine, d.Sequence)
+		fmt.Fprintf(w, "%d unix_ms=%d time=%s datacenter=%d machine=%d sequence=%d short=%s\n",
+			d.ID, d.UnixMs, d.Time, d.Datacenter, d.Machine, d.Sequence, d.Short)
 	}
 	return rc
 }
@@ -100,9 +102,14 @@ func rangeCause(err error) error {
 }
 
 func decodeOne(s string) (decoded, error) {
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return decoded{}, fmt.Errorf("id %q is not a decimal integer in 0..%d", s, int64(1<<63-1))
+	var id int64
+	var err error
+	if len(s) == snowflake.ShortLen {
+		if id, err = snowflake.ParseShort(s); err != nil {
+			return decoded{}, fmt.Errorf("id %q: %w", s, err)
+		}
+	} else if id, err = strconv.ParseInt(s, 10, 64); err != nil {
+		return decoded{}, fmt.Errorf("id %q is not a decimal integer in 0..%d, nor a %d-character short form", s, int64(1<<63-1), snowflake.ShortLen)
 	}
 	f, err := snowflake.Decode(id)
 	if err != nil {
@@ -111,5 +118,6 @@ func decodeOne(s string) (decoded, error) {
 	return decoded{
 		ID: id, UnixMs: f.UnixMs, Time: f.Time().Format(time.RFC3339Nano),
 		Datacenter: f.Datacenter, Machine: f.Machine, Sequence: f.Sequence,
+		Short: snowflake.FormatShort(id),
 	}, nil
 }

@@ -10,7 +10,7 @@ import (
 )
 
 func runEncode(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("encode", "--unix-ms MS|--time RFC3339 --datacenter N --machine N [--sequence N]",
+	fs := newFlagSet("encode", "--unix-ms MS|--time RFC3339 --datacenter N --machine N [--sequence N] [--format integer|short]",
 		"Prints the ID made of the given fields. Every field is checked against the\n"+
 			"41/5/5/12 layout (epoch 1288834974657 ms).")
 	unixMs := fs.Int64("unix-ms", 0, "timestamp, Unix `milliseconds` (from 1288834974657)")
@@ -18,11 +18,15 @@ func runEncode(args []string, stdout, stderr io.Writer) int {
 	dc := fs.Int("datacenter", 0, "datacenter `0..31`")
 	machine := fs.Int("machine", 0, "machine `0..31`")
 	seq := fs.Int("sequence", 0, "sequence `0..4095`")
+	format := fs.String("format", "integer", "print the ID as a decimal `integer` or in the 13-character short form (short)")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
 		return rc
 	}
 	if fs.NArg() > 0 {
 		return usageError(stderr, "encode", "unexpected argument %q", fs.Arg(0))
+	}
+	if *format != "integer" && *format != "short" {
+		return usageError(stderr, "encode", "--format %q: want integer or short", *format)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -47,6 +51,10 @@ func runEncode(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "encode", "%v", rangeCause(err))
 	}
-	fmt.Fprintln(stdout, id)
+	if *format == "short" {
+		fmt.Fprintln(stdout, snowflake.FormatShort(id))
+	} else {
+		fmt.Fprintln(stdout, id)
+	}
 	return exitOK
 }

@@ -35,6 +35,7 @@ func commands() map[string]command {
 	return map[string]command{
 		"encode": {summary: "build an ID from its fields", run: runEncode},
 		"decode": {summary: "split IDs into their fields", run: runDecode},
+		"range":  {summary: "the smallest and largest ID of a time window (offline)", run: runRange},
 		"slots":  {summary: "show the live slot map from ZooKeeper", run: runSlots},
 		"init":   {summary: "make a fleet's root owning --datacenters ranges (refused when another fleet owns one)", run: runInit},
 		"fleets": {summary: "list every fleet of the ensembles given; exit 1 on an overlap (the region check)", run: runFleets},

@@ -33,6 +33,8 @@ type options struct {
 	// for errors from Validate.
 	coordFlags, workerFlags map[string]string
 	tls                     tlsOptions
+	// httpIDs is --http-ids: the listener of IDs over HTTP ("" = off).
+	httpIDs string
 	// zkAuthFile is --zk-auth-file: the ZooKeeper credentials, read into
 	// coord.Auth at start.
 	zkAuthFile string
@@ -95,6 +97,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&c.MaxSkew, coord("MaxSkew", "max-skew"), c.MaxSkew, "largest clock skew against ZooKeeper's leader before the worker stops serving")
 	fs.DurationVar(&c.ReleaseTimeout, coord("ReleaseTimeout", "release-timeout"), c.ReleaseTimeout, "bound on releasing the slot at shutdown when ZooKeeper is slow")
 	fs.Var(clockBackFlag{&c.OnClockBack}, coord("OnClockBack", "on-clock-back"), "what a clock step back does: logical (go on from the last issued timestamp, within --max-clock-lead and the confirmed ceiling; stays ready) or refuse (-CLOCKBACK and not ready until the clock catches up)")
+	fs.Var(sequenceStartFlag{&c.SequenceStart}, coord("SequenceStart", "sequence-start"), "the sequence each millisecond starts at: zero (every millisecond at 0) or spread (spread over the milliseconds, so that id % N shards evenly below one ID per millisecond; the cap is kept at full load)")
 	fs.DurationVar(&c.MaxClockLead, coord("MaxClockLead", "max-clock-lead"), c.MaxClockLead, "with --on-clock-back logical: how far ahead of the clock IDs may be issued, at most --horizon and --standby-horizon (further would stall the worker while a standby waits)")
 	fs.IntVar(&w.MaxConns, work("MaxConns", "max-conns"), w.MaxConns, "most client connections open at once; more are refused with -ERR max number of clients reached")
 	fs.DurationVar(&w.IdleTimeout, work("IdleTimeout", "idle-timeout"), w.IdleTimeout, "close a client connection silent for this long (0 = never)")
@@ -114,6 +117,8 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.tls.files.CAFile, "tls-ca-cert-file", "", "PEM CA certificates that client certificates are checked against; reloaded when it changes")
 	fs.StringVar(&o.tls.files.AuthClients, "tls-auth-clients", "yes", "client certificates, as Redis: yes (required: mutual TLS), optional (checked if sent), no")
 	fs.BoolVar(&o.tls.httpTLS, "http-tls", false, "serve the admin HTTP port (--http) over TLS with the --tls-* files")
+	fs.StringVar(&o.httpIDs, "http-ids", "", "address of IDs over HTTP (GET /id, GET /ids?count=N), never the admin port; behind the lease's readiness, --requirepass-file (Authorization: Bearer), --max-conns and the timeouts (default none: off)")
+	fs.BoolVar(&o.tls.idsTLS, "http-ids-tls", false, "serve --http-ids over TLS with the --tls-* files")
 	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", o.logLevel, "log level: trace, debug, info, warn, error")
 	fs.Var(versionFlag{&o.showVersion}, "version", "print the version and exit")
@@ -156,6 +161,9 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		if _, _, err := net.SplitHostPort(o.coord.Advertise); err != nil {
 			return o, usagef("--advertise %q: want host:port (%v)", o.coord.Advertise, err)
 		}
+	}
+	if err := o.checkHTTPIDs(); err != nil {
+		return o, err
 	}
 	if err := o.tls.check(); err != nil {
 		return o, err
@@ -222,6 +230,25 @@ func (f clockBackFlag) String() string {
 
 func (f clockBackFlag) Set(s string) error {
 	v, err := snowflake.ParseClockBackPolicy(s)
+	if err != nil {
+		return err
+	}
+	*f.p = v
+	return nil
+}
+
+// sequenceStartFlag binds --sequence-start to coordinator.Config.SequenceStart.
+type sequenceStartFlag struct{ p *snowflake.SequenceStart }
+
+func (f sequenceStartFlag) String() string {
+	if f.p == nil {
+		return ""
+	}
+	return f.p.String()
+}
+
+func (f sequenceStartFlag) Set(s string) error {
+	v, err := snowflake.ParseSequenceStart(s)
 	if err != nil {
 		return err
 	}

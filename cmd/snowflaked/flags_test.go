@@ -49,6 +49,8 @@ func TestFlagsBindConfigFields(t *testing.T) {
 				probe = strconv.FormatBool(!f.Bool())
 			case f.Type() == reflect.TypeOf(snowflake.Refuse):
 				probe = "refuse"
+			case f.Type() == reflect.TypeOf(snowflake.StartZero):
+				probe = "spread"
 			}
 			if err := o.fs.Set(name, probe); err != nil {
 				t.Errorf("--%s %s: %v", name, probe, err)

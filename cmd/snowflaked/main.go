@@ -94,6 +94,8 @@ type daemon struct {
 	pw *passwords
 	// tls is the TLS listener and configs (--tls-listen, --http-tls).
 	tls *tlsSide
+	// ids serves IDs over HTTP (--http-ids); nil without.
+	ids *httpIDs
 }
 
 func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
@@ -137,6 +139,15 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 		httpLn.Close()
 		return nil, err
 	}
+	ids, err := listenHTTPIDs(o, side)
+	if err != nil {
+		closeLn()
+		httpLn.Close()
+		if side.ln != nil {
+			side.ln.Close()
+		}
+		return nil, err
+	}
 	// Published only once the ports are bound, so :0 advertises the real
 	// port: the plaintext one, or the TLS one when it is the only one.
 	idLn := ln
@@ -167,7 +178,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
 			d := &daemon{
 				log: log, ln: ln, httpLn: srv.AdminListener(httpLn), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout,
-				shutdownDelay: o.shutdownDelay, tls: side,
+				shutdownDelay: o.shutdownDelay, tls: side, ids: ids,
 				httpSrv: srv.AdminServer(srv.Handler(reg)),
 			}
 			// Always there: SIGHUP's default action would kill the worker
@@ -182,6 +193,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 	}
 	closeLn()
 	httpLn.Close()
+	ids.close()
 	if side.ln != nil {
 		side.ln.Close()
 	}
@@ -202,6 +214,8 @@ func (d *daemon) run() error {
 	}
 	// ID server over TLS (--tls-listen): drained with the plaintext one.
 	d.tls.addActor(&g, d.srv)
+	// IDs over HTTP (--http-ids): drained before the lease is released.
+	d.ids.addActor(&g, d.srv, d.tls, d.drain)
 	{
 		// Lease: cancelled only after the server drained; Run then seals the
 		// generator and releases the slot.

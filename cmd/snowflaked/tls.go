@@ -22,17 +22,18 @@ type tlsOptions struct {
 	listen  string
 	files   worker.TLSFiles
 	httpTLS bool
+	idsTLS  bool // --http-ids-tls
 }
 
 // enabled: some TLS was asked for.
-func (t *tlsOptions) enabled() bool { return t.listen != "" || t.httpTLS }
+func (t *tlsOptions) enabled() bool { return t.listen != "" || t.httpTLS || t.idsTLS }
 
 // check is the flag-time check: the addresses and the files (loaded once,
 // so a missing, unreadable or mismatched file is a flag error).
 func (t *tlsOptions) check() error {
 	if !t.enabled() {
 		if t.files.CertFile != "" || t.files.KeyFile != "" || t.files.CAFile != "" {
-			return usagef("--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-listen or --http-tls")
+			return usagef("--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-listen or --http-tls (or --http-ids-tls)")
 		}
 		return nil
 	}
@@ -54,6 +55,7 @@ type tlsSide struct {
 	ln       net.Listener // nil without --tls-listen
 	cfg      *tls.Config
 	httpConf *tls.Config // nil without --http-tls
+	idsConf  *tls.Config // nil without --http-ids-tls
 }
 
 func newTLSSide(t *tlsOptions, log hclog.Logger, reg prometheus.Registerer) (*tlsSide, error) {
@@ -80,6 +82,16 @@ func newTLSSide(t *tlsOptions, log hclog.Logger, reg prometheus.Registerer) (*tl
 			return nil, err
 		}
 		side.httpConf = r.Config()
+	}
+	if t.idsTLS {
+		r, err := worker.NewCertReloader(t.files, log.Named("http-ids-tls"), reg, "http-ids")
+		if err != nil {
+			if side.ln != nil {
+				side.ln.Close()
+			}
+			return nil, err
+		}
+		side.idsConf = r.Config()
 	}
 	return side, nil
 }

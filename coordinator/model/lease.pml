@@ -49,6 +49,8 @@
  * Compile-time switches (run.sh):
  *   NW MAXT H MAXSEQ  workers, clock 0..MAXT, horizon, sequence 0..MAXSEQ
  *   MAXDEL            operator deletions of the slot node (default 0)
+ *   SPREAD            a new millisecond starts at any sequence 0..MAXSEQ
+ *                     (--sequence-start spread; without it, at 0)
  *   M_BARESET   mutant: renew and release write with a bare Set(slot, -1)
  *               (no Check of the lease node, no version)
  *   M_NOWAIT    mutant: reserve neither waits past R nor keeps the claim
@@ -611,9 +613,17 @@ end:
      The logical clock (--on-clock-back logical: logicalNext, the clock
      behind last) takes last+1 or the same millisecond's next sequence,
      never above the ceiling: both are among these moves, since a clock
-     reading is any value, so the model covers it as it stands. */
+     reading is any value, so the model covers it as it stands.
+     The new millisecond's first sequence is 0 (--sequence-start zero);
+     with -DSPREAD it is any of 0..MAXSEQ, which covers spreadStart's
+     choice (--sequence-start spread). */
   :: atomic { holding[w] && glast[w] < MIN(GCEIL(w), MAXT) ->
-       PICK(glast[w] + 1, MIN(GCEIL(w), MAXT)); d_step { gk_ = 0; issue(w) } }
+       PICK(glast[w] + 1, MIN(GCEIL(w), MAXT));
+       gk_ = 0;
+#ifdef SPREAD
+       do :: gk_ < MAXSEQ -> gk_++ :: break od;
+#endif
+       d_step { issue(w) } }
   :: d_step { holding[w] && !gflr[w] && gseq[w] < MAXSEQ ->
        gt_ = glast[w]; gk_ = gseq[w] + 1; issue(w) }
 #ifdef M_LOGICALCEIL

@@ -98,6 +98,7 @@ echo "($MODE; 2 workers, sequence 0..1, horizon 2, claims, expiries, timeouts an
 check code-t4 hold dfs -DMAXT=4 -DNOSHORTEN
 check code-short-t3 hold dfs -DMAXT=3
 check code-del-t3 hold dfs -DMAXT=3 -DMAXDEL=1
+check code-spread-t3 hold dfs -DMAXT=3 -DNOSHORTEN -DSPREAD
 if [ "$MODE" = full ]; then
 	check code-h1-t3 hold dfs -DMAXT=3 -DH=1
 	check v-versionset hold dfs -DMAXT=3 -DV_VERSIONSET

@@ -18,7 +18,7 @@ func TestCookbookPrintsWhatRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"nextids.py", "nextids.js"} {
+	for _, f := range []string{"nextids.py", "nextids.js", "ids_http.py", "ids_http.js"} {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)

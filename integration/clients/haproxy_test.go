@@ -25,18 +25,30 @@ import (
 // job. It returns the frontend's address.
 func startHAProxy(t *testing.T, ws []*fleettest.Worker) string {
 	t.Helper()
-	front := zktest.FreeAddr(t)
-	var b strings.Builder
-	fmt.Fprintf(&b, `global
-	maxconn 2000
-defaults
-	mode tcp
+	addrs := make([]string, len(ws))
+	for i, w := range ws {
+		addrs[i] = w.Addr
+	}
+	return runHAProxy(t, `	mode tcp
 	timeout connect 1s
 	timeout client 60s
 	timeout server 60s
 	retries 3
 	option redispatch
-frontend ids
+`, ws, addrs)
+}
+
+// runHAProxy runs HAProxy with the given defaults before addrs (one per
+// worker), each health-checked on its worker's /readyz, and returns the
+// frontend's address.
+func runHAProxy(t *testing.T, defaults string, ws []*fleettest.Worker, addrs []string) string {
+	t.Helper()
+	front := zktest.FreeAddr(t)
+	var b strings.Builder
+	fmt.Fprintf(&b, `global
+	maxconn 2000
+defaults
+%sfrontend ids
 	bind %s
 	default_backend workers
 backend workers
@@ -44,10 +56,10 @@ backend workers
 	option httpchk GET /readyz
 	http-check expect status 200
 	default-server inter 100ms fastinter 100ms downinter 200ms fall 1 rise 2
-`, front)
+`, defaults, front)
 	for i, w := range ws {
 		_, port, _ := net.SplitHostPort(w.HTTP)
-		fmt.Fprintf(&b, "\tserver w%d %s check port %s\n", i, w.Addr, port)
+		fmt.Fprintf(&b, "\tserver w%d %s check port %s\n", i, addrs[i], port)
 	}
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "haproxy.cfg")

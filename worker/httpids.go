@@ -1,0 +1,180 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// IDs over HTTP (--http-ids), for callers with an HTTP client and no Redis
+// one: GET /id and GET /ids?count=N, behind the RESP port's gates (the
+// lease's readiness, the password, MaxConns and the timeouts) and counted
+// in its metrics as NEXTID and NEXTIDS.
+
+// IDsServer is the HTTP server of IDsHandler, bounded in time as the RESP
+// server is: ReadTimeout for a request to arrive, WriteTimeout for its
+// answer, IdleTimeout between requests. Serve it on IDsListener's listener.
+func (s *Server) IDsServer() *http.Server {
+	return &http.Server{
+		Handler:           s.IDsHandler(),
+		ReadHeaderTimeout: s.cfg.ReadTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    adminMaxHeader,
+	}
+}
+
+// IDsListener caps ln at Config.MaxConns open connections, the RESP
+// port's cap (past it new ones wait in the kernel's backlog). There is no
+// cap per remote address: a balancer is one address for all its clients.
+func (s *Server) IDsListener(ln net.Listener) net.Listener {
+	return &limitListener{Listener: ln, sem: make(chan struct{}, s.cfg.MaxConns), done: make(chan struct{}),
+		perAddr: s.cfg.MaxConns, byAddr: map[string]int{},
+		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "unused"})} // perAddr never binds
+}
+
+// IDsHandler serves GET /id and GET /ids?count=N (1..4096). The IDs are
+// JSON strings by default ({"id":"…"}, {"ids":["…",…]}), since a JSON
+// number holds 53 bits in most parsers; format=integer makes them numbers,
+// format=short the short form. Accept: text/plain answers one ID per line.
+// Without a lease it answers 503 with Retry-After and Connection: close,
+// so that a balancer moves the next request to another worker.
+func (s *Server) IDsHandler() http.Handler {
+	nextID, nextIDs := s.cmds.lookup([]byte("nextid")), s.cmds.lookup([]byte("nextids"))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var k cmdKind
+		switch r.URL.Path {
+		case "/id":
+			k = nextID
+		case "/ids":
+			k = nextIDs
+		default:
+			httpError(w, http.StatusNotFound, "no such path "+strconv.Quote(r.URL.Path)+": GET /id or /ids?count=N")
+			return
+		}
+		res := s.serveIDs(w, r, k == nextIDs)
+		s.m.requests[k][res].Inc()
+	})
+}
+
+func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, many bool) result {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", "GET")
+		httpError(w, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed: GET")
+		return resError
+	}
+	if s.auth.required() {
+		pw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !s.auth.checkRequest([]byte(pw)) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="snowflaked"`)
+			httpError(w, http.StatusUnauthorized, "a password is required: Authorization: Bearer <password>")
+			return resError
+		}
+	}
+	q := r.URL.Query()
+	n := 1
+	if many {
+		c := q.Get("count")
+		v, err := strconv.Atoi(c)
+		if err != nil || v < 1 || v > snowflake.MaxBatch {
+			httpError(w, http.StatusBadRequest, "count must be an integer in 1..4096, got "+strconv.Quote(c))
+			return resError
+		}
+		n = v
+	}
+	form := formString
+	if f := q.Get("format"); f != "" {
+		var ok bool
+		if form, ok = parseIDForm([]byte(f)); !ok {
+			httpError(w, http.StatusBadRequest, "format must be string, integer or short, got "+strconv.Quote(f))
+			return resError
+		}
+	}
+	g := s.lease.Generator()
+	if s.Draining() || !s.lease.Ready() || g == nil {
+		return unavailable(w, "this worker holds no ready lease (state "+s.lease.Readiness().State+"); try another worker", resNoLease)
+	}
+	first, err := g.NextN(n)
+	if err != nil {
+		if errors.Is(err, snowflake.ErrClockRollback) {
+			return unavailable(w, err.Error()+"; try another worker", resClockBack)
+		}
+		return unavailable(w, err.Error()+"; try another worker", resNoLease)
+	}
+	s.m.ids.Add(float64(n))
+	writeIDs(w, r, first, n, many, form)
+	return resOK
+}
+
+// unavailable is the refusal: 503, and the connection closed after it, so
+// that a balancer's next attempt goes to another worker.
+func unavailable(w http.ResponseWriter, msg string, res result) result {
+	w.Header().Set("Retry-After", "1")
+	w.Header().Set("Connection", "close")
+	httpError(w, http.StatusServiceUnavailable, msg)
+	return res
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	b, _ := json.Marshal(struct {
+		Error string `json:"error"`
+	}{msg}) // json, not strconv.Quote: a client's bytes in msg must come out as valid JSON
+	w.Write(append(b, '\n'))
+}
+
+// writeIDs answers first..first+n-1 as JSON, or one per line when the
+// client's Accept names text/plain and not JSON.
+func writeIDs(w http.ResponseWriter, r *http.Request, first int64, n int, many bool, form idForm) {
+	accept := r.Header.Get("Accept")
+	text := strings.Contains(accept, "text/plain") && !strings.Contains(accept, "application/json")
+	b := make([]byte, 0, n*24+16)
+	if text {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		for i := range int64(n) {
+			b = appendIDText(b, first+i, form == formShort)
+			b = append(b, '\n')
+		}
+		w.Write(b)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	quote := form != formInteger
+	if many {
+		b = append(b, `{"ids":[`...)
+	} else {
+		b = append(b, `{"id":`...)
+	}
+	for i := range int64(n) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if quote {
+			b = append(b, '"')
+		}
+		b = appendIDText(b, first+i, form == formShort)
+		if quote {
+			b = append(b, '"')
+		}
+	}
+	if many {
+		b = append(b, ']')
+	}
+	w.Write(append(b, "}\n"...))
+}
+
+func appendIDText(b []byte, id int64, short bool) []byte {
+	if short {
+		return snowflake.AppendShort(b, id)
+	}
+	return strconv.AppendInt(b, id, 10)
+}
