@@ -85,6 +85,19 @@ func testNextRange(t *testing.T, zk *zktest.Server) {
 	first = mustIDAfter(t, digits, prev)
 	checkRun(t, first, 5)
 	r.expect(":5")
+	prev = first + 4
+
+	// SHORT: first as digits too (a range is for arithmetic), not the short form.
+	r.send("NEXTRANGE 3 short\r\n")
+	r.expect("*2")
+	hdr = r.expectPrefix("$")
+	digits, _ = r.line()
+	if n, _ := strconv.Atoi(hdr[1:]); n != len(digits) || len(digits) == 13 {
+		t.Fatalf("NEXTRANGE 3 SHORT: header %q for %q; want decimal digits", hdr, digits)
+	}
+	first = mustIDAfter(t, digits, prev)
+	checkRun(t, first, 3)
+	r.expect(":3")
 
 	// Bad requests are named, and the connection serves on.
 	for _, tc := range []struct{ req, want string }{
@@ -92,7 +105,7 @@ func testNextRange(t *testing.T, zk *zktest.Server) {
 		{"NEXTRANGE 4097", "-ERR count must be an integer in 1..4096, got '4097'"},
 		{"NEXTRANGE -1", "-ERR count must be an integer in 1..4096, got '-1'"},
 		{"NEXTRANGE many", "-ERR count must be an integer in 1..4096, got 'many'"},
-		{"NEXTRANGE 5 BASE64", "-ERR ID format must be STRING or INTEGER, got 'BASE64'"},
+		{"NEXTRANGE 5 BASE64", "-ERR ID format must be STRING, INTEGER or SHORT, got 'BASE64'"},
 		{"NEXTRANGE 5 STRING STRING", "-ERR wrong number of arguments for 'nextrange' command"},
 		{"NEXTRANGE", "-ERR wrong number of arguments for 'nextrange' command"},
 	} {
@@ -110,8 +123,8 @@ func testNextRange(t *testing.T, zk *zktest.Server) {
 		t.Errorf("snowflake_worker_ids_issued_total went up by %v for NEXTRANGE 100", got)
 	}
 	k := w.srv.cmds.lookup([]byte("NEXTRANGE"))
-	if ok, bad := counter(w.srv.m.requests[k][resOK]), counter(w.srv.m.requests[k][resError]); ok != 6 || bad != 7 {
-		t.Errorf("requests_total{command=\"nextrange\"}: ok %v, error %v; want 6 and 7", ok, bad)
+	if ok, bad := counter(w.srv.m.requests[k][resOK]), counter(w.srv.m.requests[k][resError]); ok != 7 || bad != 7 {
+		t.Errorf("requests_total{command=\"nextrange\"}: ok %v, error %v; want 7 and 7", ok, bad)
 	}
 
 	// go-redis: the reply, and COMMAND INFO's entry.
