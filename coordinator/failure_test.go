@@ -1,9 +1,12 @@
 package coordinator
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -243,23 +246,21 @@ func TestBadVersionDecision(t *testing.T) {
 	node := a.c.Status().LeaseNode
 
 	// As if a write of ours landed but its answer was lost: same holder, a
-	// higher reservation, a new version.
-	r, _ := readSlot(t, obs, "/snowflake", testSlot)
-	landed := r.ReservedUntilMs + 3000
-	if _, err := obs.Set(SlotPath("/snowflake", testSlot),
-		encodeSlot(SlotRecord{ReservedUntilMs: landed, Holder: node, UpdatedMs: r.UpdatedMs}), r.Version); err != nil {
-		t.Fatal(err)
-	}
+	// higher reservation, a new version. (A renew may write between our read
+	// and our write: read again.)
+	var landed int64
+	setSlot(t, obs, func(r SlotRecord) SlotRecord {
+		landed = r.ReservedUntilMs + 3000
+		return SlotRecord{ReservedUntilMs: landed, Holder: node, UpdatedMs: r.UpdatedMs}
+	})
 	waitFor(t, 5*time.Second, "landed reservation adopted", func() bool { return g.Ceiling() >= landed })
 	if a.losses() != 0 || a.c.Generator() != g {
 		t.Fatal("lease dropped although the slot still names us")
 	}
 	// Another holder wrote the slot: lost, sealed, node deleted.
-	r, _ = readSlot(t, obs, "/snowflake", testSlot)
-	if _, err := obs.Set(SlotPath("/snowflake", testSlot),
-		encodeSlot(SlotRecord{ReservedUntilMs: r.ReservedUntilMs + 1000, Holder: "someone-else"}), r.Version); err != nil {
-		t.Fatal(err)
-	}
+	setSlot(t, obs, func(r SlotRecord) SlotRecord {
+		return SlotRecord{ReservedUntilMs: r.ReservedUntilMs + 1000, Holder: "someone-else"}
+	})
 	waitFor(t, 5*time.Second, "lease lost to another holder", func() bool { return a.losses() == 1 })
 	if _, err := g.Next(); err == nil {
 		t.Fatal("generator still issues after the lease was taken")
@@ -271,4 +272,20 @@ func TestBadVersionDecision(t *testing.T) {
 		return err == nil && !ok
 	})
 	rec.checkDisjoint(t)
+}
+
+// setSlot writes testSlot's record as edit makes it from the stored one, at
+// the version read: a renew that wrote in between makes it read again.
+func setSlot(t *testing.T, obs *zk.Conn, edit func(SlotRecord) SlotRecord) {
+	t.Helper()
+	for {
+		r, _ := readSlot(t, obs, "/snowflake", testSlot)
+		_, err := obs.Set(SlotPath("/snowflake", testSlot), encodeSlot(edit(r)), r.Version)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, zk.ErrBadVersion) {
+			t.Fatal(err)
+		}
+	}
 }
