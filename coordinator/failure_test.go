@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -246,7 +247,7 @@ func TestBadVersionDecision(t *testing.T) {
 	// higher reservation, a new version.
 	r, _ := readSlot(t, obs, "/snowflake", testSlot)
 	landed := r.ReservedUntilMs + 3000
-	if _, err := obs.Set(SlotPath("/snowflake", testSlot),
+	if _, err := obs.Set(zklayout.SlotPath("/snowflake", testSlot),
 		encodeSlot(SlotRecord{ReservedUntilMs: landed, Holder: node, UpdatedMs: r.UpdatedMs}), r.Version); err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +257,7 @@ func TestBadVersionDecision(t *testing.T) {
 	}
 	// Another holder wrote the slot: lost, sealed, node deleted.
 	r, _ = readSlot(t, obs, "/snowflake", testSlot)
-	if _, err := obs.Set(SlotPath("/snowflake", testSlot),
+	if _, err := obs.Set(zklayout.SlotPath("/snowflake", testSlot),
 		encodeSlot(SlotRecord{ReservedUntilMs: r.ReservedUntilMs + 1000, Holder: "someone-else"}), r.Version); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestBadVersionDecision(t *testing.T) {
 	// The loss is counted as the generator is sealed; the node's delete
 	// follows it.
 	waitFor(t, 5*time.Second, "lost lease node deleted", func() bool {
-		ok, _, err := obs.Exists(LeasesPath("/snowflake") + "/" + node)
+		ok, _, err := obs.Exists(zklayout.LeasesPath("/snowflake") + "/" + node)
 		return err == nil && !ok
 	})
 	rec.checkDisjoint(t)

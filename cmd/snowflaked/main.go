@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/worker"
 )
 
@@ -104,7 +105,7 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 	}
 	cc, wc := o.coord, o.worker
 	cc.Version, wc.Version = buildVersion(), buildVersion()
-	cc.Kind, cc.Program = coordinator.KindWorker, "snowflaked"
+	cc.Kind, cc.Program = zklayout.KindWorker, "snowflaked"
 	// Made only for a valid configuration: the chaos build's clock logs
 	// and watches a file.
 	clock, err := newClock(log)
