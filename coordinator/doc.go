@@ -39,7 +39,8 @@
 // coordinator/zkconn (Dial and DialTLS, the TLS files and their reload,
 // digest auth, parallel reads on one session).
 //
-// The files read in protocol order, each calling forward into the next:
+// The files (every one but this doc.go, which TestDocNamesEveryFile checks)
+// read in protocol order, each calling forward into the next:
 // coordinator.go (the Coordinator, and Run, which drives the rest, a new
 // session after a refused one), root.go (the root read and checked: made by
 // init only, its bound, damage reported), trust.go (the tree's ACLs
@@ -55,7 +56,8 @@
 // events, bounded calls, deleting our nodes), rollback.go and refusal.go (an
 // ensemble seen gone back in time: a lease numbered below one seen, a
 // session refused for its zxid), slotmap.go (the read-only slot map for
-// operators), layout.go (the layout names, the root's and the slot nodes'
+// operators) and mapsession.go (the session of its own a Coordinator reads
+// it on), layout.go (the layout names, the root's and the slot nodes'
 // JSON). The operator's side: acl.go (FleetACL, the operator/worker/world
 // ACL scheme), init.go (InitRoot), slotnodes.go (the slot
 // nodes made in batched Multis, and RepairSlots), recover.go
