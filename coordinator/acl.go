@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // The fleet's ACL scheme, least privilege with two digest identities: the
@@ -60,7 +63,7 @@ func NewFleetACL(operatorAuth, workerAuth string) (FleetACL, error) {
 
 // digestID is the digest ACL entry of credentials user:password.
 func digestID(auth string) (zk.ACL, error) {
-	user, password, err := parseAuth(auth)
+	user, password, err := zkconn.ParseAuth(auth)
 	if err != nil {
 		return zk.ACL{}, err
 	}
@@ -102,9 +105,9 @@ func (a FleetACL) Slot() []zk.ACL { return a.acl(zk.PermRead | zk.PermWrite) }
 // For is the ACL the scheme gives the node at p under root.
 func (a FleetACL) For(root, p string) []zk.ACL {
 	switch {
-	case p == LeasesPath(root) || p == StandbyPath(root):
+	case p == zklayout.LeasesPath(root) || p == StandbyPath(root):
 		return a.Parent()
-	case strings.HasPrefix(p, SlotsPath(root)+"/"):
+	case strings.HasPrefix(p, zklayout.SlotsPath(root)+"/"):
 		return a.Slot()
 	}
 	return a.Root()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -32,17 +33,17 @@ func TestDigestAuthAndACLs(t *testing.T) {
 		t.Fatalf("world's slot map %+v, want the lease %s", m.Leases, st.LeaseNode)
 	}
 	slot := m.Leases[0].Slot
-	sp := SlotPath(cfg.Root, slot)
+	sp := zklayout.SlotPath(cfg.Root, slot)
 	if _, err := world.Set(sp, []byte(`{"reserved_until_ms":0}`), -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Errorf("world Set on a slot node: %v, want ErrNoAuth", err)
 	}
 	if _, err := world.Set(cfg.Root, []byte(`{}`), -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Errorf("world Set on the root: %v, want ErrNoAuth", err)
 	}
-	if _, err := world.Create(LeasesPath(cfg.Root)+"/dc00-m00-0000000001", nil, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+	if _, err := world.Create(zklayout.LeasesPath(cfg.Root)+"/dc00-m00-0000000001", nil, 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
 		t.Errorf("world Create in leases/: %v, want ErrNoAuth", err)
 	}
-	if err := world.Delete(LeasesPath(cfg.Root)+"/"+st.LeaseNode, -1); !errors.Is(err, zk.ErrNoAuth) {
+	if err := world.Delete(zklayout.LeasesPath(cfg.Root)+"/"+st.LeaseNode, -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Errorf("world Delete of a lease node: %v, want ErrNoAuth", err)
 	}
 	acl, _, err := world.GetACL(sp)
@@ -69,7 +70,7 @@ func TestDigestAuthAndACLs(t *testing.T) {
 	rec.checkDisjoint(t)
 }
 
-// WatchLeases sends the current holders, then a new list on each change;
+// zklayout.WatchLeases sends the current holders, then a new list on each change;
 // the slot map joins them with the slot timelines.
 func TestWatchLeases(t *testing.T) {
 	zs := startZK(t)
@@ -82,8 +83,8 @@ func TestWatchLeases(t *testing.T) {
 	w2.waitReady(10 * time.Second)
 	obs := observer(t, zs.Addr())
 	ctx, cancel := context.WithCancel(context.Background())
-	ch := WatchLeases(ctx, obs, cfg.Root)
-	next := func(want int) []LeaseInfo {
+	ch := zklayout.WatchLeases(ctx, obs, cfg.Root)
+	next := func(want int) []zklayout.LeaseInfo {
 		t.Helper()
 		timeout := time.After(10 * time.Second)
 		for {

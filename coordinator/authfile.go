@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"strings"
+
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
 // ErrAuthFile: a ZooKeeper credentials file that cannot be used: missing,
@@ -41,7 +43,7 @@ func ReadAuthFile(path string) (string, error) {
 	if len(lines) != 1 {
 		return "", fmt.Errorf("%w: %s holds %d lines; want exactly one, user:password", ErrAuthFile, path, len(lines))
 	}
-	if _, _, err := parseAuth(lines[0]); err != nil {
+	if _, _, err := zkconn.ParseAuth(lines[0]); err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrAuthFile, path, err)
 	}
 	return lines[0], nil

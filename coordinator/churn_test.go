@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -16,20 +17,20 @@ import (
 // reservation still ahead of the clock.
 func blockedSlots(t *testing.T, conn *zk.Conn, root string, dc int, live string) int {
 	t.Helper()
-	names, _, err := conn.Children(LeasesPath(root))
+	names, _, err := conn.Children(zklayout.LeasesPath(root))
 	if errors.Is(err, zk.ErrNoNode) {
 		return 0 // the root is still being made
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := holders(names)
+	held := zklayout.Holders(names)
 	now := time.Now().UnixMilli()
 	n := 0
 	for m := 0; m <= snowflake.MaxMachine; m++ {
 		s := snowflake.Slot{Datacenter: dc, Machine: m}
 		if h, ok := held[s]; ok {
-			if h.name != live {
+			if h.Name != live {
 				n++
 			}
 			continue

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -125,7 +126,7 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 		}
 		s.rollback.note(names, time.Now().UnixMilli())
 		fresh = true
-		if h, ok := holders(names)[slot]; !ok || h.name != l.name {
+		if h, ok := zklayout.Holders(names)[slot]; !ok || h.Name != l.name {
 			s.deleteLease(ctx, l)
 			s.lostRaces++
 			continue
@@ -177,14 +178,14 @@ func (s *session) list(ctx context.Context) ([]string, error) {
 	s.c.m.lists.Inc()
 	err := s.c.call(ctx, 0, func() (err error) {
 		if armed {
-			names, _, err = s.conn.Children(LeasesPath(s.c.cfg.Root))
+			names, _, err = s.conn.Children(zklayout.LeasesPath(s.c.cfg.Root))
 		} else {
-			names, _, w, err = s.conn.ChildrenW(LeasesPath(s.c.cfg.Root))
+			names, _, w, err = s.conn.ChildrenW(zklayout.LeasesPath(s.c.cfg.Root))
 		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", LeasesPath(s.c.cfg.Root), err)
+		return nil, fmt.Errorf("list %s: %w", zklayout.LeasesPath(s.c.cfg.Root), err)
 	}
 	if !armed {
 		s.watch = w
@@ -207,7 +208,7 @@ func (s *session) cleanOrphans(ctx context.Context, names []string) {
 		}
 		g := n[len(protectedPrefix) : len(protectedPrefix)+32]
 		if _, ok := s.orphans[g]; ok {
-			if s.deletePath(ctx, LeasesPath(s.c.cfg.Root)+"/"+n) {
+			if s.deletePath(ctx, zklayout.LeasesPath(s.c.cfg.Root)+"/"+n) {
 				delete(s.orphans, g)
 			}
 		}
@@ -234,7 +235,7 @@ func (s *session) candidates() []snowflake.Slot {
 
 // freeSlots are the candidate slots no lease node names.
 func (s *session) freeSlots(names []string) []snowflake.Slot {
-	held := holders(names)
+	held := zklayout.Holders(names)
 	now := time.Now()
 	cands := s.candidates()
 	free := make([]snowflake.Slot, 0, len(cands))
@@ -267,7 +268,7 @@ func (s *session) avoidSlot(sl snowflake.Slot, until time.Time) {
 // our credentials can serve it until an operator puts the ACL right.
 func (s *session) refuse(sl snowflake.Slot, err error) {
 	s.c.log.Error("zookeeper refuses our access to the slot node; avoiding the slot",
-		"slot", sl, "path", SlotPath(s.c.cfg.Root, sl), "for", refusedAvoid, "error", err)
+		"slot", sl, "path", zklayout.SlotPath(s.c.cfg.Root, sl), "for", refusedAvoid, "error", err)
 	s.avoidSlot(sl, time.Now().Add(refusedAvoid))
 	if s.refused == nil {
 		s.refused = map[snowflake.Slot]error{}
@@ -330,7 +331,7 @@ func herdDelay(window time.Duration) time.Duration {
 // (reserved too far past its clock, refused, damaged) could take nothing
 // that holders shortening their reservations would free.
 func (s *session) everyHeld(names []string) bool {
-	held := holders(names)
+	held := zklayout.Holders(names)
 	for _, sl := range s.candidates() {
 		if _, ok := held[sl]; !ok {
 			return false
@@ -374,9 +375,9 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	var g [16]byte
 	_, _ = rand.Read(g[:])
 	guid := hex.EncodeToString(g[:])
-	prefix := LeasesPath(c.cfg.Root) + "/" + protectedPrefix + guid + "-" + slot.String() + "-"
+	prefix := zklayout.LeasesPath(c.cfg.Root) + "/" + protectedPrefix + guid + "-" + slot.String() + "-"
 	now := time.Now()
-	data := encodeLease(c.leaseData(now))
+	data := zklayout.EncodeLease(c.leaseData(now))
 	var created string
 	c.creates.Add(1)
 	c.m.creates.Inc()
@@ -412,7 +413,7 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	// known before the claim's first reservation.
 	c.observeSkew(st.Ctime, sendMs, recvMs)
 	name := created[strings.LastIndex(created, "/")+1:]
-	if _, _, err := ParseLeaseName(name); err != nil {
+	if _, _, err := zklayout.ParseLeaseName(name); err != nil {
 		s.deletePath(ctx, created)
 		return nil, err
 	}

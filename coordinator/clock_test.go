@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -67,7 +68,7 @@ func TestClockFarBehindReservation(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if names, _, _ := obs.Children(LeasesPath("/snowflake")); len(names) > 1 {
+	if names, _, _ := obs.Children(zklayout.LeasesPath("/snowflake")); len(names) > 1 {
 		t.Fatalf("lease nodes piling up: %v", names)
 	}
 	clk.Shift(time.Hour)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -33,7 +35,7 @@ type Config struct {
 	// set, every connection to Servers is TLS (the servers' certificates
 	// must name the host dialed), and the files are re-read on each new
 	// connection when they changed. Servers must then list the secure ports.
-	TLS ZKTLS
+	TLS zkconn.TLS
 	// Datacenter pins the worker to the 32 slots of one datacenter (0..31);
 	// -1 means any slot of the datacenters the fleet's root owns. A pinned
 	// datacenter the root does not own is refused (ErrOutsideFleet).
@@ -105,9 +107,10 @@ type Config struct {
 	// Version is the worker's build, published in the lease node.
 	Version string
 	// Kind says what holds the lease, published in the lease node:
-	// KindWorker ("" means it) serves IDs over the network at Advertise;
-	// KindEmbedded is a program that issues IDs in-process (package
-	// coordinator/idlease), which clients and balancers never route to.
+	// zklayout.KindWorker ("" means it) serves IDs over the network at
+	// Advertise; zklayout.KindEmbedded is a program that issues IDs
+	// in-process (package coordinator/idlease), which clients and balancers
+	// never route to.
 	Kind string
 	// Program names the program holding the lease, published in the lease
 	// node for operators ("" = not given).
@@ -127,7 +130,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Servers:            []string{"127.0.0.1:2181"},
-		Root:               DefaultRoot,
+		Root:               zklayout.DefaultRoot,
 		Datacenter:         -1,
 		ScanLimit:          DefaultScanLimit,
 		SessionTimeout:     6 * time.Second,
@@ -140,7 +143,7 @@ func DefaultConfig() Config {
 		MaxRollbackWait:    5 * time.Millisecond,
 		OnClockBack:        snowflake.Logical,
 		MaxClockLead:       DefaultMaxClockLead,
-		Kind:               KindWorker,
+		Kind:               zklayout.KindWorker,
 		Clock:              snowflake.SystemClock{},
 	}
 }
@@ -159,11 +162,11 @@ func (c Config) Validate() error {
 			return bad("Servers", c.Servers, "contains an empty address")
 		}
 	}
-	if !ValidRoot(c.Root) {
+	if !zklayout.ValidRoot(c.Root) {
 		return bad("Root", c.Root, "is not an absolute znode path such as /snowflake (not /, no trailing /)")
 	}
-	if _, _, err := parseAuth(c.Auth); err != nil {
-		// No Value: it is a secret (parseAuth's message redacts it).
+	if _, _, err := zkconn.ParseAuth(c.Auth); err != nil {
+		// No Value: it is a secret (zkconn.ParseAuth's message redacts it).
 		return &snowflake.ConfigError{Field: "Auth", Err: err}
 	}
 	if c.Auth == "" && !c.Insecure {
@@ -273,11 +276,4 @@ func (c Config) standbyListWait() time.Duration { return min(c.Renew/4, c.callTi
 // timeouts of its own.
 func (c Config) callTimeout() time.Duration {
 	return min(max(c.SessionTimeout/2, 200*time.Millisecond), 5*time.Second)
-}
-
-// ValidRoot reports whether root can be a fleet's root znode: an absolute
-// path, not "/" itself, without a trailing slash. The coordinator, the client
-// and snowflakectl all check --zk-root with it.
-func ValidRoot(root string) bool {
-	return len(root) > 1 && root[0] == '/' && root[len(root)-1] != '/'
 }

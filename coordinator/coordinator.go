@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -209,7 +210,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // history the next one starts from, claiming only once recover (or init)
 // has run.
 func (c *Coordinator) runSession(ctx context.Context, prev *session) (*session, error) {
-	conn, err := dial(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, c.log, c.onEvent)
+	conn, err := zkconn.Connect(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, c.log, c.onEvent)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -231,7 +232,7 @@ func (c *Coordinator) runSession(ctx context.Context, prev *session) (*session, 
 	s := &session{c: c, conn: conn}
 	if c.cfg.Auth != "" {
 		// Retried until ZooKeeper answers: a worker may start before it.
-		if err := addAuth(ctx, conn, c.cfg.Auth); err != nil {
+		if err := zkconn.AddAuth(ctx, conn, c.cfg.Auth); err != nil {
 			if ctx.Err() != nil {
 				return s, nil
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -53,7 +54,7 @@ func TestClaimServeRelease(t *testing.T) {
 	if r := m.Slots[slot]; r.Holder != st.LeaseNode || r.ReservedUntilMs < time.Now().UnixMilli() {
 		t.Fatalf("slot record %+v, want holder %s and a reservation ahead", r, st.LeaseNode)
 	}
-	raw, _, _ := obs.Get(SlotPath(cfg.Root, slot))
+	raw, _, _ := obs.Get(zklayout.SlotPath(cfg.Root, slot))
 	if !strings.Contains(string(raw), "\"reserved_until_ms\"") || !strings.Contains(string(raw), "\n") {
 		t.Fatalf("slot node is not readable JSON: %s", raw)
 	}
@@ -79,7 +80,7 @@ func TestClaimServeRelease(t *testing.T) {
 	if r.ReservedUntilMs != last {
 		t.Fatalf("released reservation %d, want the last issued %d", r.ReservedUntilMs, last)
 	}
-	if names, _, _ := obs.Children(LeasesPath(cfg.Root)); len(names) != 0 {
+	if names, _, _ := obs.Children(zklayout.LeasesPath(cfg.Root)); len(names) != 0 {
 		t.Fatalf("lease nodes left after release: %v", names)
 	}
 	if st := w.c.Status(); st.State != StateStopped {
@@ -209,35 +210,6 @@ func TestMetricsRegisteredTwice(t *testing.T) {
 	_, err := New(insecureDefault(), nil, reg)
 	if err == nil || !strings.Contains(err.Error(), "register metrics") {
 		t.Fatalf("second coordinator on the same registry: %v, want a register metrics error", err)
-	}
-}
-
-func TestValidRoot(t *testing.T) {
-	for root, want := range map[string]bool{
-		"/snowflake": true, "/fleets/a": true, "/": false, "": false,
-		"snowflake": false, "/snowflake/": false,
-	} {
-		if got := ValidRoot(root); got != want {
-			t.Errorf("ValidRoot(%q) = %v, want %v", root, got, want)
-		}
-	}
-}
-
-func TestParseLeaseName(t *testing.T) {
-	s, seq, err := ParseLeaseName("_c_0123456789abcdef0123456789abcdef-dc07-m13-0000000042")
-	if err != nil || s != (snowflake.Slot{Datacenter: 7, Machine: 13}) || seq != 42 {
-		t.Fatalf("got %v %d %v", s, seq, err)
-	}
-	// The protected prefix makes a sort by name wrong; the tail decides.
-	h := holders([]string{"_c_ffff0000ffff0000ffff0000ffff0000-dc01-m02-0000000003",
-		"_c_00000000000000000000000000000000-dc01-m02-0000000009"})
-	if got := h[snowflake.Slot{Datacenter: 1, Machine: 2}].seq; got != 3 {
-		t.Fatalf("holder seq %d, want 3", got)
-	}
-	for _, bad := range []string{"dc07-m13", "dc32-m00-0000000001", "x-dc07-m13-123"} {
-		if _, _, err := ParseLeaseName(bad); !errors.Is(err, ErrBadLeaseName) {
-			t.Errorf("%q: %v, want ErrBadLeaseName", bad, err)
-		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -90,7 +91,7 @@ func TestSlotNodeDeletedWhileHeld(t *testing.T) {
 	leaseA := a.c.Status().LeaseNode
 	time.Sleep(300 * time.Millisecond)
 	obs := observer(t, zs.Addr())
-	if err := obs.Delete(SlotPath("/snowflake", testSlot), -1); err != nil {
+	if err := obs.Delete(zklayout.SlotPath("/snowflake", testSlot), -1); err != nil {
 		t.Fatal(err)
 	}
 	a.Crash()
@@ -106,7 +107,7 @@ func TestSlotNodeDeletedWhileHeld(t *testing.T) {
 	// A's session expires after 2s; C then finds the slot free but its node
 	// missing.
 	waitFor(t, 10*time.Second, "the killed holder's lease node gone", func() bool {
-		names, _, _ := obs.Children(LeasesPath("/snowflake"))
+		names, _, _ := obs.Children(zklayout.LeasesPath("/snowflake"))
 		for _, n := range names {
 			if n == leaseA {
 				return false
@@ -122,7 +123,7 @@ func TestSlotNodeDeletedWhileHeld(t *testing.T) {
 	if n := counterValue(t, reg, "snowflake_coordinator_missing_znodes_total", "znode", "slot"); n < 1 {
 		t.Fatalf("missing slot node counted %v times, want at least once", n)
 	}
-	if ok, _, _ := obs.Exists(SlotPath("/snowflake", testSlot)); ok {
+	if ok, _, _ := obs.Exists(zklayout.SlotPath("/snowflake", testSlot)); ok {
 		t.Fatal("a worker re-created the deleted slot node")
 	}
 	c.Stop()
@@ -160,7 +161,7 @@ func TestSlotsTreeDeletedWhileServing(t *testing.T) {
 	b.waitReady(10 * time.Second)
 	time.Sleep(300 * time.Millisecond)
 	obs := observer(t, zs.Addr())
-	deleteAll(t, obs, SlotsPath("/snowflake"))
+	deleteAll(t, obs, zklayout.SlotsPath("/snowflake"))
 	waitFor(t, 5*time.Second, "both holders stop serving", func() bool { return !a.c.Ready() && !b.c.Ready() })
 	waitFor(t, 10*time.Second, "missing slots/ counted", func() bool {
 		return counterValue(t, regB, "snowflake_coordinator_missing_znodes_total", "znode", "slots") >= 1
@@ -175,7 +176,7 @@ func TestSlotsTreeDeletedWhileServing(t *testing.T) {
 	cfgN.Clock, cfgN.MaxSkew = clk, time.Hour
 	n := startWorker(t, "N", cfgN, rec)
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if ok, _, _ := obs.Exists(SlotsPath("/snowflake")); ok {
+		if ok, _, _ := obs.Exists(zklayout.SlotsPath("/snowflake")); ok {
 			t.Fatal("a worker re-created slots/")
 		}
 		if a.c.Ready() || b.c.Ready() || n.c.Ready() {

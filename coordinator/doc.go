@@ -29,10 +29,18 @@
 //
 // A Coordinator is an actor for an oklog/run group: Run claims a slot, serves
 // it through Generator, renews the reservation with a fenced Multi, and on
-// cancel seals the generator and releases the slot. ReadSlotMap and
-// WatchLeases read the same layout for operators and client discovery.
+// cancel seals the generator and releases the slot. ReadSlotMap reads the
+// same layout for operators.
 //
-// The files read in protocol order, each calling forward into the next:
+// Two leaf packages hold what readers of the layout share, so that the
+// public client (worker/client) imports them and not this package:
+// coordinator/zklayout (the paths, DefaultRoot and ValidRoot, lease node
+// names and JSON, the kinds, LeaseInfo, ReadLeases and WatchLeases) and
+// coordinator/zkconn (Dial and DialTLS, the TLS files and their reload,
+// digest auth, parallel reads on one session).
+//
+// The files (every one but this doc.go, which TestDocNamesEveryFile checks)
+// read in protocol order, each calling forward into the next:
 // coordinator.go (the Coordinator, and Run, which drives the rest, a new
 // session after a refused one), root.go (the root read and checked: made by
 // init only, its bound, damage reported), trust.go (the tree's ACLs
@@ -44,12 +52,13 @@
 // holders), release.go (seal, lower the reservation, delete the node).
 // Below them: fence.go (the reservation rule, the one helper that writes a
 // reservation, the fenced Multi and how its result is classified, the skew
-// it measures), session.go (the ZooKeeper session: dial, auth, events,
-// bounded calls, deleting our nodes), rollback.go and refusal.go (an
+// it measures), session.go (one Run's claim state on its ZooKeeper session:
+// events, bounded calls, deleting our nodes), rollback.go and refusal.go (an
 // ensemble seen gone back in time: a lease numbered below one seen, a
 // session refused for its zxid), slotmap.go (the read-only slot map for
-// operators and clients), layout.go (paths, names and the JSON of each
-// node). The operator's side: acl.go (FleetACL, the operator/worker/world
+// operators) and mapsession.go (the session of its own a Coordinator reads
+// it on), layout.go (the layout names, the root's and the slot nodes'
+// JSON). The operator's side: acl.go (FleetACL, the operator/worker/world
 // ACL scheme), init.go (InitRoot), slotnodes.go (the slot
 // nodes made in batched Multis, and RepairSlots), recover.go
 // (RecoverRoot), secure.go (SecureTree), fleets.go and dcset.go (other fleets' roots, datacenter
@@ -57,7 +66,7 @@
 // (the one verdict on whether IDs may be issued now, which the worker's
 // refusals, /readyz, /status and INFO format), clocklead.go (the logical
 // clock's lead and the clock steps seen), fleet.go (the fleet gauges from
-// one watch on leases/), metrics.go, configmetrics.go, config.go and
-// zktls.go, kind.go (what holds a lease: a worker, or a program embedding
+// one watch on leases/), metrics.go, configmetrics.go, config.go,
+// kind.go (what holds a lease: a worker, or a program embedding
 // it through package idlease).
 package coordinator

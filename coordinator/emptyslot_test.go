@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // Every record without a valid reservation is damage: none reads as floor 0.
@@ -33,7 +35,7 @@ func TestDecodeSlotWithoutReservation(t *testing.T) {
 func TestEmptySlotNodeIsDamage(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
-	root := DefaultRoot
+	root := zklayout.DefaultRoot
 	makeRoot(t, obs, root, zk.WorldACL(zk.PermAll))
 	rec := newRecorder()
 
@@ -45,10 +47,10 @@ func TestEmptySlotNodeIsDamage(t *testing.T) {
 
 	for _, data := range []string{"", "{}", "null"} {
 		// The operator deletes the node and makes it again by hand.
-		if err := obs.Delete(SlotPath(root, testSlot), -1); err != nil {
+		if err := obs.Delete(zklayout.SlotPath(root, testSlot), -1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := obs.Create(SlotPath(root, testSlot), []byte(data), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		if _, err := obs.Create(zklayout.SlotPath(root, testSlot), []byte(data), 0, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 		var log lockedBuffer

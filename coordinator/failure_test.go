@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -268,7 +269,7 @@ func TestBadVersionDecision(t *testing.T) {
 	// The loss is counted as the generator is sealed; the node's delete
 	// follows it.
 	waitFor(t, 5*time.Second, "lost lease node deleted", func() bool {
-		ok, _, err := obs.Exists(LeasesPath("/snowflake") + "/" + node)
+		ok, _, err := obs.Exists(zklayout.LeasesPath("/snowflake") + "/" + node)
 		return err == nil && !ok
 	})
 	rec.checkDisjoint(t)
@@ -280,7 +281,7 @@ func setSlot(t *testing.T, obs *zk.Conn, edit func(SlotRecord) SlotRecord) {
 	t.Helper()
 	for {
 		r, _ := readSlot(t, obs, "/snowflake", testSlot)
-		_, err := obs.Set(SlotPath("/snowflake", testSlot), encodeSlot(edit(r)), r.Version)
+		_, err := obs.Set(zklayout.SlotPath("/snowflake", testSlot), encodeSlot(edit(r)), r.Version)
 		if err == nil {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -40,7 +41,7 @@ func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exist
 		data []byte
 		st   *zk.Stat
 	)
-	sp := SlotPath(s.c.cfg.Root, l.slot)
+	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
 	err = s.c.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(sp); return })
 	if errors.Is(err, zk.ErrNoNode) {
 		return SlotRecord{}, false, nil
@@ -60,7 +61,7 @@ func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exist
 // at version, fenced by l's lease node. It never makes the slot node: every
 // one is made with the root, and a missing one is damage.
 func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, version int32) (*zk.Stat, writeResult, error) {
-	sp := SlotPath(s.c.cfg.Root, l.slot)
+	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
 	rec.Holder = l.name
 	return s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: encodeSlot(rec), Version: version})
 }
@@ -78,7 +79,7 @@ const badSlotAvoid = time.Minute
 func (s *session) badSlot(sl snowflake.Slot, err error) {
 	s.c.m.undecodable.Inc()
 	s.c.log.Error("slot node does not decode; avoiding the slot until it is repaired",
-		"slot", sl, "path", SlotPath(s.c.cfg.Root, sl), "for", badSlotAvoid, "error", err)
+		"slot", sl, "path", zklayout.SlotPath(s.c.cfg.Root, sl), "for", badSlotAvoid, "error", err)
 	s.avoidSlot(sl, time.Now().Add(badSlotAvoid))
 }
 

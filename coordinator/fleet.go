@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -97,13 +99,13 @@ func (f *Fleet) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-	for leases := range WatchLeases(ctx, f.c.conn.Load(), f.c.cfg.Root) {
+	for leases := range zklayout.WatchLeases(ctx, f.c.conn.Load(), f.c.cfg.Root) {
 		f.set(leases)
 	}
 	return nil
 }
 
-func (f *Fleet) set(leases []LeaseInfo) {
+func (f *Fleet) set(leases []zklayout.LeaseInfo) {
 	owned := DCSet(f.c.owned.Load())
 	if owned == 0 {
 		owned = AllDatacenters // the root is not read yet
@@ -111,7 +113,7 @@ func (f *Fleet) set(leases []LeaseInfo) {
 	var perDC [snowflake.MaxDatacenter + 1]int
 	inside, embedded := 0, 0
 	for _, l := range leases {
-		if l.Kind == KindEmbedded {
+		if l.Kind == zklayout.KindEmbedded {
 			embedded++
 		}
 		perDC[l.Slot.Datacenter]++
@@ -149,7 +151,7 @@ func (c *Coordinator) ReadSlotMap(ctx context.Context) (SlotMap, error) {
 		return SlotMap{}, ErrNoSession
 	}
 	conn, err := c.maps.get(func() (*zk.Conn, error) {
-		return dial(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, c.log.Named("slotmap"), nil)
+		return zkconn.Connect(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, c.log.Named("slotmap"), nil)
 	})
 	if err != nil {
 		return SlotMap{}, fmt.Errorf("read slot map: %w", err)

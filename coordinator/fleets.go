@@ -11,6 +11,9 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // IDs are unique per (ensemble, root) and, across roots, only as far as the
@@ -149,7 +152,7 @@ func ScanFleetsCtx(ctx context.Context, conn *zk.Conn, limit int, skip ...string
 		}
 		res.Nodes += len(level)
 		var next []string
-		err := forEach(level, func(p string) error {
+		err := zkconn.ForEach(level, func(p string) error {
 			if ctx.Err() != nil {
 				return nil // the level's end reports it
 			}
@@ -207,7 +210,7 @@ func ScanFleetsCtx(ctx context.Context, conn *zk.Conn, limit int, skip ...string
 // ValidSkipPath reports whether p can name a subtree the scan for fleets
 // skips: an absolute, clean znode path other than / itself.
 func ValidSkipPath(p string) bool {
-	return ValidRoot(p) && path.Clean(p) == p
+	return zklayout.ValidRoot(p) && path.Clean(p) == p
 }
 
 // asFleet reads a node's data as a fleet root's JSON.

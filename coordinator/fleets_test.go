@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -162,7 +163,7 @@ func TestScanUnreadableSubtree(t *testing.T) {
 	}
 	// Someone else's subtrees, closed to everybody but them: /locked holds
 	// a fleet overlapping ours, /private nothing.
-	other, err := Dial([]string{zs.Addr()}, "someone-else:secret", 5*time.Second, nil)
+	other, err := zkconn.Dial([]string{zs.Addr()}, "someone-else:secret", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

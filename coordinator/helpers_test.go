@@ -13,6 +13,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -96,7 +98,7 @@ func startWorkerLogged(t testing.TB, name string, cfg Config, rec *recorder, reg
 // a root is there already (whatever it holds: the test may be about it).
 func initFleet(t testing.TB, cfg Config) {
 	t.Helper()
-	conn, err := DialTLS(cfg.Servers, cfg.Auth, cfg.TLS, 5*time.Second, nil)
+	conn, err := zkconn.DialTLS(cfg.Servers, cfg.Auth, cfg.TLS, 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +292,7 @@ func (r *recorder) checkDisjoint(t testing.TB) {
 // observer is a plain session on the server for the test's own reads.
 func observer(t testing.TB, addr string) *zk.Conn {
 	t.Helper()
-	conn, err := Dial([]string{addr}, "", 5*time.Second, nil)
+	conn, err := zkconn.Dial([]string{addr}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +302,7 @@ func observer(t testing.TB, addr string) *zk.Conn {
 
 func readSlot(t testing.TB, conn *zk.Conn, root string, s snowflake.Slot) (SlotRecord, bool) {
 	t.Helper()
-	data, st, err := conn.Get(SlotPath(root, s))
+	data, st, err := conn.Get(zklayout.SlotPath(root, s))
 	if err == zk.ErrNoNode {
 		return SlotRecord{}, false
 	}
@@ -340,7 +342,7 @@ func makeRoot(t testing.TB, obs *zk.Conn, root string, acl []zk.ACL) {
 	if _, err := obs.Create(root, encodeRoot(CurrentRootInfo(time.Now())), 0, acl); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{LeasesPath(root), SlotsPath(root)} {
+	for _, p := range []string{zklayout.LeasesPath(root), zklayout.SlotsPath(root)} {
 		if _, err := obs.Create(p, nil, 0, acl); err != nil {
 			t.Fatal(err)
 		}

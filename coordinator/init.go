@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -50,7 +51,7 @@ type InitConfig struct {
 // DefaultInitConfig: root /snowflake owning all 32 datacenters, the
 // default bounds, not a new fleet.
 func DefaultInitConfig() InitConfig {
-	return InitConfig{Root: DefaultRoot, Owned: AllDatacenters, ScanLimit: DefaultScanLimit,
+	return InitConfig{Root: zklayout.DefaultRoot, Owned: AllDatacenters, ScanLimit: DefaultScanLimit,
 		MaxHorizon: DefaultMaxHorizon, MaxSkew: DefaultMaxSkew}
 }
 
@@ -60,7 +61,7 @@ func (c InitConfig) Validate() error {
 		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
 	}
 	switch {
-	case !ValidRoot(c.Root):
+	case !zklayout.ValidRoot(c.Root):
 		return bad("Root", c.Root, "is not an absolute znode path such as /snowflake (not /, no trailing /)")
 	case c.Owned == 0:
 		return bad("Owned", c.Owned.String(), "is empty: a fleet must own at least one datacenter")
@@ -192,8 +193,8 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	if exists { // an empty root with the fleet's ACL (made to set it first) counts as absent
 		first = &zk.SetDataRequest{Path: root, Data: encodeRoot(info), Version: st.Version}
 	}
-	if _, err := conn.Multi(first, &zk.CreateRequest{Path: LeasesPath(root), Acl: cfg.ACL.Parent()},
-		&zk.CreateRequest{Path: SlotsPath(root), Acl: cfg.ACL.Root()},
+	if _, err := conn.Multi(first, &zk.CreateRequest{Path: zklayout.LeasesPath(root), Acl: cfg.ACL.Parent()},
+		&zk.CreateRequest{Path: zklayout.SlotsPath(root), Acl: cfg.ACL.Root()},
 		&zk.CreateRequest{Path: StandbyPath(root), Acl: cfg.ACL.Parent()}); err != nil {
 		return res, fmt.Errorf("init: create root %s: %w", root, err)
 	}
@@ -229,7 +230,7 @@ func fillRoot(conn *zk.Conn, cfg InitConfig, info RootInfo, st *zk.Stat, res *In
 		reserve += info.Reach().Milliseconds()
 	}
 	now := time.Now().UnixMilli()
-	if err := checkOwnACLs(conn, cfg.ACL, root, LeasesPath(root), SlotsPath(root), StandbyPath(root)); err != nil {
+	if err := checkOwnACLs(conn, cfg.ACL, root, zklayout.LeasesPath(root), zklayout.SlotsPath(root), StandbyPath(root)); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
 	// A root an older init left filling has no standby/.

@@ -6,39 +6,20 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
-)
-
-// What holds a lease, as its lease node says (Config.Kind, LeaseInfo.Kind).
-const (
-	// KindWorker is a snowflaked worker: it serves IDs at its lease node's
-	// addr. A lease node without a kind (written before kinds) is one.
-	KindWorker = "worker"
-	// KindEmbedded is a Go program issuing IDs to itself from its own lease
-	// (package coordinator/idlease): it serves nobody, so client discovery
-	// and balancer configs leave it out.
-	KindEmbedded = "embedded"
 )
 
 // maxProgram bounds Config.Program: a name, not a document.
 const maxProgram = 128
 
-// leaseKind is the kind a lease node publishes or was read with: "" is
-// KindWorker, the only kind before kinds were written.
-func leaseKind(k string) string {
-	if k == "" {
-		return KindWorker
-	}
-	return k
-}
-
 func (c Config) validateKind() error {
 	bad := func(field string, value any, reason string) error {
 		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
 	}
-	switch leaseKind(c.Kind) {
-	case KindWorker:
-	case KindEmbedded:
+	switch zklayout.LeaseKind(c.Kind) {
+	case zklayout.KindWorker:
+	case zklayout.KindEmbedded:
 		if c.Advertise != "" {
 			// Discovery skips embedded leases; an address would say the
 			// opposite to anyone reading the node.
@@ -54,8 +35,8 @@ func (c Config) validateKind() error {
 }
 
 // leaseData is what our lease and standby nodes say about us.
-func (c *Coordinator) leaseData(now time.Time) leaseData {
-	return leaseData{Addr: c.cfg.Advertise, HTTP: c.cfg.HTTPAdvertise, Host: hostname(),
+func (c *Coordinator) leaseData(now time.Time) zklayout.LeaseData {
+	return zklayout.LeaseData{Addr: c.cfg.Advertise, HTTP: c.cfg.HTTPAdvertise, Host: hostname(),
 		PID: os.Getpid(), Version: c.cfg.Version, Since: now.UTC(),
-		Kind: leaseKind(c.cfg.Kind), Program: c.cfg.Program}
+		Kind: zklayout.LeaseKind(c.cfg.Kind), Program: c.cfg.Program}
 }

@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,9 +38,6 @@ const LayoutFilling = "snowfleet/slots/filling"
 // with it is a fleet's root, wherever it sits in an ensemble.
 const layoutMarker = "snowfleet/slots/"
 
-// DefaultRoot is the default root znode.
-const DefaultRoot = "/snowflake"
-
 // ErrLayoutMismatch: the root znode was made for another layout or epoch.
 var ErrLayoutMismatch = errors.New("root znode was made for another layout")
 
@@ -51,9 +45,6 @@ var ErrLayoutMismatch = errors.New("root znode was made for another layout")
 // slot node) is missing. Workers never re-create it; an operator does, with
 // snowflakectl repair.
 var ErrDamaged = errors.New("znode tree damaged")
-
-// ErrBadLeaseName: a child of leases/ does not end in dcNN-mNN-<sequence>.
-var ErrBadLeaseName = errors.New("not a lease node name")
 
 // RootInfo is the JSON of the root znode.
 type RootInfo struct {
@@ -180,74 +171,6 @@ func (r RootInfo) finished() RootInfo {
 	return r
 }
 
-// LeasesPath is the parent of the lease nodes.
-func LeasesPath(root string) string { return path.Join(root, "leases") }
-
-// SlotsPath is the parent of the slot nodes.
-func SlotsPath(root string) string { return path.Join(root, "slots") }
-
-// SlotPath is the persistent node of one slot, e.g. /snowflake/slots/dc07-m13.
-func SlotPath(root string, s snowflake.Slot) string { return path.Join(SlotsPath(root), s.String()) }
-
-// LeasePrefix is the path a claim of slot s creates its ephemeral sequential
-// node with: the server appends a 10-digit sequence, the protected create
-// puts _c_<guid>- in front of the name.
-func LeasePrefix(root string, s snowflake.Slot) string {
-	return LeasesPath(root) + "/" + s.String() + "-"
-}
-
-// leaseTail matches a lease node name by its tail: the protected prefix in
-// front makes a plain sort by name wrong. The sequence is the parent's
-// cversion, a Java int, written with "%010d": past 2^31 creations it is
-// negative, "-2147483648" up to "-000000001", then wraps to "0000000000".
-var leaseTail = regexp.MustCompile(`dc(\d\d)-m(\d\d)-(\d{10}|-\d{9,10})$`)
-
-// ParseLeaseName returns the slot and sequence number of a lease node name
-// (the last path element or a full path). The sequence is the number as
-// ZooKeeper means it, its 32 bits read unsigned (0..2^32-1), so a name past
-// the 2^31 wrap sorts after the ones before it; compare sequences with
-// LeaseSeqBefore, which also orders across the wrap at 2^32.
-func ParseLeaseName(name string) (snowflake.Slot, int64, error) {
-	name = path.Base(name)
-	m := leaseTail.FindStringSubmatch(name)
-	if m == nil {
-		return snowflake.Slot{}, 0, fmt.Errorf("%w: %q", ErrBadLeaseName, name)
-	}
-	dc, _ := strconv.Atoi(m[1])
-	mc, _ := strconv.Atoi(m[2])
-	cv, err := strconv.ParseInt(m[3], 10, 32)
-	if err != nil {
-		return snowflake.Slot{}, 0, fmt.Errorf("%w: %q: sequence %s is not a ZooKeeper cversion (a 32-bit int)", ErrBadLeaseName, name, m[3])
-	}
-	seq := int64(uint32(int32(cv)))
-	s := snowflake.Slot{Datacenter: dc, Machine: mc}
-	if err := s.Validate(); err != nil {
-		return snowflake.Slot{}, 0, fmt.Errorf("%w: %q: %w", ErrBadLeaseName, name, err)
-	}
-	return s, seq, nil
-}
-
-// LeaseSeqBefore reports whether a lease node with sequence a (as
-// ParseLeaseName returns it) was created before one with sequence b under the
-// same parent. The sequence counts modulo 2^32, so it compares by serial
-// number arithmetic: right across any wrap while the live nodes were created
-// within 2^31 of each other, which a slot's contenders always are.
-func LeaseSeqBefore(a, b int64) bool { return int32(uint32(a)-uint32(b)) < 0 }
-
-// leaseData is the JSON of a lease node.
-type leaseData struct {
-	Addr    string    `json:"addr"`
-	HTTP    string    `json:"http"`
-	Host    string    `json:"host"`
-	PID     int       `json:"pid"`
-	Version string    `json:"version"`
-	Since   time.Time `json:"since"`
-	// Kind is KindWorker or KindEmbedded ("" in a node written before
-	// kinds: a worker); Program names the program holding the lease.
-	Kind    string `json:"kind,omitempty"`
-	Program string `json:"program,omitempty"`
-}
-
 // slotData is the JSON of a slot node. reserved_until and updated repeat
 // the ms fields as times for a person reading the node in zkCli; readers use
 // the ms fields.
@@ -301,11 +224,6 @@ func decodeSlot(b []byte) (SlotRecord, error) {
 			errNoReservation, *d.Reserved, snowflake.MinUnixMs, snowflake.MaxUnixMs)
 	}
 	return SlotRecord{ReservedUntilMs: *d.Reserved, LastMs: d.LastMs, Holder: d.Holder, UpdatedMs: d.UpdatedMs}, nil
-}
-
-func encodeLease(d leaseData) []byte {
-	b, _ := json.MarshalIndent(d, "", "  ")
-	return b
 }
 
 func encodeRoot(r RootInfo) []byte {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -67,7 +68,7 @@ func TestLeaseNamesPastTwoToThe31(t *testing.T) {
 	names := make([]string, len(sfx))
 	for i, s := range sfx {
 		names[i] = fmt.Sprintf("_c_%032x-%s-%s", i, slot, s)
-		s2, seq, err := ParseLeaseName(names[i])
+		s2, seq, err := zklayout.ParseLeaseName(names[i])
 		if err != nil {
 			t.Fatalf("cversion %d: %v", cv[i], err)
 		}
@@ -78,16 +79,16 @@ func TestLeaseNamesPastTwoToThe31(t *testing.T) {
 	// Oldest first, by each pair of neighbours in creation order, and the
 	// holder of a listing is the oldest whatever the listing's order.
 	for i := 1; i < len(cv); i++ {
-		_, a, _ := ParseLeaseName(names[i-1])
-		_, b, _ := ParseLeaseName(names[i])
-		if !LeaseSeqBefore(a, b) || LeaseSeqBefore(b, a) {
+		_, a, _ := zklayout.ParseLeaseName(names[i-1])
+		_, b, _ := zklayout.ParseLeaseName(names[i])
+		if !zklayout.LeaseSeqBefore(a, b) || zklayout.LeaseSeqBefore(b, a) {
 			t.Errorf("%s must come before %s", names[i-1], names[i])
 		}
 	}
 	for _, win := range [][2]int{{1, 4}, {5, 8}, {2, 3}} { // live nodes span less than 2^31
 		live := append([]string(nil), names[win[0]:win[1]+1]...)
 		sort.Strings(live) // listing order is arbitrary; a name sort puts "-…" first
-		if got := holders(live)[slot].name; got != names[win[0]] {
+		if got := zklayout.Holders(live)[slot].Name; got != names[win[0]] {
 			t.Errorf("holder of %q is %s, want the oldest %s", live, got, names[win[0]])
 		}
 	}
@@ -125,7 +126,7 @@ func TestLeaseOrderAgreesWithCzxid(t *testing.T) {
 	czxid := map[string]int64{}
 	var leases []string
 	for _, n := range names {
-		if _, _, err := ParseLeaseName(n); err != nil {
+		if _, _, err := zklayout.ParseLeaseName(n); err != nil {
 			continue
 		}
 		_, st, err := obs.Exists(parent + "/" + n)
@@ -142,21 +143,21 @@ func TestLeaseOrderAgreesWithCzxid(t *testing.T) {
 	sort.Slice(byCzxid, func(i, j int) bool { return czxid[byCzxid[i]] < czxid[byCzxid[j]] })
 	bySeq := append([]string(nil), leases...)
 	sort.Slice(bySeq, func(i, j int) bool {
-		_, a, _ := ParseLeaseName(bySeq[i])
-		_, b, _ := ParseLeaseName(bySeq[j])
-		return LeaseSeqBefore(a, b)
+		_, a, _ := zklayout.ParseLeaseName(bySeq[i])
+		_, b, _ := zklayout.ParseLeaseName(bySeq[j])
+		return zklayout.LeaseSeqBefore(a, b)
 	})
 	for i := range byCzxid {
 		if byCzxid[i] != bySeq[i] {
 			t.Fatalf("order by sequence %q differs from order by czxid %q", bySeq, byCzxid)
 		}
 	}
-	h := holders(leases)
+	h := zklayout.Holders(leases)
 	for _, s := range slots {
 		for _, n := range byCzxid {
-			if sl, _, _ := ParseLeaseName(n); sl == s {
-				if h[s].name != n {
-					t.Errorf("slot %s: holder %s, want the first created %s", s, h[s].name, n)
+			if sl, _, _ := zklayout.ParseLeaseName(n); sl == s {
+				if h[s].Name != n {
+					t.Errorf("slot %s: holder %s, want the first created %s", s, h[s].Name, n)
 				}
 				break
 			}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
@@ -43,11 +44,11 @@ func TestOrphanFromResentCreate(t *testing.T) {
 	})
 	for deadline := time.Now().Add(10 * time.Second); !w.c.Ready(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			names, _, _ := obs.Children(LeasesPath(cfg.Root))
+			names, _, _ := obs.Children(zklayout.LeasesPath(cfg.Root))
 			t.Fatalf("W not serving 10s after the heal (state %s); leases/ holds %q", w.c.getState(), names)
 		}
 	}
-	names, _, err := obs.Children(LeasesPath(cfg.Root))
+	names, _, err := obs.Children(zklayout.LeasesPath(cfg.Root))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -42,7 +43,7 @@ type RecoverResult struct {
 // lease survives finds its slot node changed, reads it, and adopts it when
 // it still names it.
 func RecoverRoot(ctx context.Context, conn *zk.Conn, root string, acl FleetACL) (RecoverResult, error) {
-	if !ValidRoot(root) {
+	if !zklayout.ValidRoot(root) {
 		return RecoverResult{}, fmt.Errorf("recover: root %q is not an absolute znode path", root)
 	}
 	var res RecoverResult
@@ -87,7 +88,7 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 			missing = append(missing, s)
 			continue
 		}
-		raised, rewritten, err := raiseSlot(conn, path.Join(SlotsPath(root), s.String()), until, now)
+		raised, rewritten, err := raiseSlot(conn, path.Join(zklayout.SlotsPath(root), s.String()), until, now)
 		if err != nil {
 			return fmt.Errorf("recover: slot %s: %w", s, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -69,14 +70,14 @@ func TestRestoreFromBackup(t *testing.T) {
 	obs = observer(t, zs.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := RecoverRoot(ctx, obs, DefaultRoot, FleetACL{})
+	res, err := RecoverRoot(ctx, obs, zklayout.DefaultRoot, FleetACL{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Raised+res.Kept != snowflake.Slots || res.Marker == "" || res.Owned != AllDatacenters {
 		t.Fatalf("recover: %+v; want every slot raised or kept, a marker, every datacenter", res)
 	}
-	m, err := ReadSlotMap(obs, DefaultRoot)
+	m, err := ReadSlotMap(obs, zklayout.DefaultRoot)
 	if err != nil {
 		t.Fatal(err)
 	}

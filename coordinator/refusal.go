@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
 // errRefusedSession: the ensemble keeps refusing our session's reconnect
@@ -71,7 +73,7 @@ func (c *Coordinator) watchRefusal(ctx context.Context, conn *zk.Conn) {
 // probeSession reports whether a new connection to the servers gets a
 // session within the call timeout.
 func (c *Coordinator) probeSession(ctx context.Context) bool {
-	probe, err := dial(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, nil, func(zk.Event) {})
+	probe, err := zkconn.Connect(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, nil, func(zk.Event) {})
 	if err != nil {
 		return false
 	}

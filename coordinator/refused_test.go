@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -24,7 +26,7 @@ func TestRefusedRenew(t *testing.T) {
 	w.waitReady(10 * time.Second)
 	first := w.c.Status()
 	gen := w.c.Generator()
-	admin, err := Dial([]string{zs.Addr()}, cfg.Auth, 5*time.Second, nil) // the operator's own session
+	admin, err := zkconn.Dial([]string{zs.Addr()}, cfg.Auth, 5*time.Second, nil) // the operator's own session
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +39,7 @@ func TestRefusedRenew(t *testing.T) {
 		}
 	}
 	s1, _ := snowflake.ParseSlot(first.Slot)
-	lockOut(SlotPath(cfg.Root, s1))
+	lockOut(zklayout.SlotPath(cfg.Root, s1))
 	waitFor(t, 5*time.Second, "lease lost after its renew was refused", func() bool { return w.losses() >= 1 })
 	if _, err := gen.Next(); !errors.Is(err, snowflake.ErrSealed) {
 		t.Fatalf("generator after the refused renew: %v, want sealed", err)
@@ -46,13 +48,13 @@ func TestRefusedRenew(t *testing.T) {
 		st := w.c.Status()
 		return st.Ready && st.Slot != first.Slot
 	})
-	if ok, _, _ := admin.Exists(LeasesPath(cfg.Root) + "/" + first.LeaseNode); ok {
+	if ok, _, _ := admin.Exists(zklayout.LeasesPath(cfg.Root) + "/" + first.LeaseNode); ok {
 		t.Fatalf("lease node %s of the refused slot is still there", first.LeaseNode)
 	}
 
 	// Now the other slot refuses too: nothing left to claim.
 	s2, _ := snowflake.ParseSlot(w.c.Status().Slot)
-	lockOut(SlotPath(cfg.Root, s2))
+	lockOut(zklayout.SlotPath(cfg.Root, s2))
 	w.issuing.Store(false)
 	w.issuerWG.Wait()
 	select {

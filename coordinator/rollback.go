@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // ErrWentBack: the ensemble went back in time (restored from a backup): a
@@ -37,7 +39,7 @@ func (r *rollbackWatch) reset(st *zk.Stat) {
 // note records the sequences of a listing of leases/.
 func (r *rollbackWatch) note(names []string, nowMs int64) {
 	for _, n := range names {
-		if _, seq, err := ParseLeaseName(n); err == nil && (!r.valid || LeaseSeqBefore(r.seen, seq)) {
+		if _, seq, err := zklayout.ParseLeaseName(n); err == nil && (!r.valid || zklayout.LeaseSeqBefore(r.seen, seq)) {
 			r.seen, r.valid, r.lastMs = seq, true, nowMs
 		}
 	}
@@ -46,11 +48,11 @@ func (r *rollbackWatch) note(names []string, nowMs int64) {
 // wentBack reports whether our new lease node, named name, is numbered at
 // or below a sequence seen before.
 func (r *rollbackWatch) wentBack(name string) (bool, int64) {
-	_, seq, err := ParseLeaseName(name)
+	_, seq, err := zklayout.ParseLeaseName(name)
 	if err != nil || !r.valid {
 		return false, 0
 	}
-	return !LeaseSeqBefore(r.seen, seq), seq
+	return !zklayout.LeaseSeqBefore(r.seen, seq), seq
 }
 
 // awaitRecover waits, not claiming, until the root shows that

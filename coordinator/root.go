@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -121,7 +122,7 @@ func decodeRoot(root string, data []byte) (RootInfo, error) {
 // slots/ that is missing.
 func (s *session) checkTree(ctx context.Context) error {
 	root := s.c.cfg.Root
-	for i, p := range []string{root, LeasesPath(root), SlotsPath(root)} {
+	for i, p := range []string{root, zklayout.LeasesPath(root), zklayout.SlotsPath(root)} {
 		var ok bool
 		if err := s.c.call(ctx, 0, func() (err error) { ok, _, err = s.conn.Exists(p); return }); err != nil {
 			return fmt.Errorf("check %s: %w", p, err)
@@ -178,5 +179,5 @@ func (s *session) slotMissing(l *lease) {
 		s.avoid = map[snowflake.Slot]time.Time{}
 	}
 	s.avoid[l.slot] = time.Now().Add(missingSlotAvoid)
-	s.c.treeMissing(&damage{kind: "slot", path: SlotPath(s.c.cfg.Root, l.slot)})
+	s.c.treeMissing(&damage{kind: "slot", path: zklayout.SlotPath(s.c.cfg.Root, l.slot)})
 }

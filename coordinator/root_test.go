@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -42,7 +43,7 @@ func TestWorkerNeverMakesRoot(t *testing.T) {
 		return counterValue(t, reg, "snowflake_coordinator_missing_znodes_total", "znode", "root") >= 1
 	})
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		if ok, _, _ := obs.Exists(DefaultRoot); ok {
+		if ok, _, _ := obs.Exists(zklayout.DefaultRoot); ok {
 			t.Fatal("a worker made its root")
 		}
 		if w.c.Ready() {
@@ -56,7 +57,7 @@ func TestWorkerNeverMakesRoot(t *testing.T) {
 	ic := DefaultInitConfig()
 	ic.MaxHorizon, ic.MaxSkew = 2*time.Second, 500*time.Millisecond
 	res := initRootT(t, obs, ic)
-	_, st, err := obs.Get(DefaultRoot)
+	_, st, err := obs.Get(zklayout.DefaultRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestWorkerNeverMakesRoot(t *testing.T) {
 	if !res.Made || res.Layout != Layout || res.ReservedUntilMs != want {
 		t.Fatalf("init: %+v; want made, layout %s, reserved until ctime+2.5s = %d", res, Layout, want)
 	}
-	r, ok := readSlot(t, obs, DefaultRoot, snowflake.Slot{Datacenter: 30, Machine: 31})
+	r, ok := readSlot(t, obs, zklayout.DefaultRoot, snowflake.Slot{Datacenter: 30, Machine: 31})
 	if !ok || r.ReservedUntilMs != want {
 		t.Fatalf("a slot node after init: %+v; want reserved until %d", r, want)
 	}
@@ -93,7 +94,7 @@ func TestRootMadeAgainAfterDataLoss(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	p.Blackhole()
 	obs := observer(t, zs.Addr())
-	deleteAll(t, obs, DefaultRoot) // the ensemble's data is gone
+	deleteAll(t, obs, zklayout.DefaultRoot) // the ensemble's data is gone
 
 	ic := DefaultInitConfig()
 	ic.MaxHorizon, ic.MaxSkew = 3*time.Second, 500*time.Millisecond
@@ -139,7 +140,7 @@ func TestInitNewFleet(t *testing.T) {
 	ic := DefaultInitConfig()
 	ic.NewFleet = true
 	res := initRootT(t, obs, ic)
-	_, st, _ := obs.Get(DefaultRoot)
+	_, st, _ := obs.Get(zklayout.DefaultRoot)
 	if res.ReservedUntilMs != st.Ctime {
 		t.Fatalf("a new fleet reserved until %d, want the make's time %d", res.ReservedUntilMs, st.Ctime)
 	}

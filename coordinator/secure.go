@@ -9,6 +9,9 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // SecureResult is what SecureTree did.
@@ -38,7 +41,7 @@ type ACLChange struct {
 // any node's data.
 func SecureTree(ctx context.Context, conn *zk.Conn, root string, scheme FleetACL) (SecureResult, error) {
 	var res SecureResult
-	if !ValidRoot(root) {
+	if !zklayout.ValidRoot(root) {
 		return res, fmt.Errorf("secure: root %q is not an absolute znode path", root)
 	}
 	if scheme.Insecure() {
@@ -63,7 +66,7 @@ func secureTree(conn *zk.Conn, root string, scheme FleetACL, res *SecureResult) 
 	// it while the rest is done.
 	want := map[string][]zk.ACL{root: scheme.Root()}
 	order := []string{root}
-	for _, p := range []string{LeasesPath(root), SlotsPath(root), StandbyPath(root)} {
+	for _, p := range []string{zklayout.LeasesPath(root), zklayout.SlotsPath(root), StandbyPath(root)} {
 		want[p] = scheme.For(root, p)
 		order = append(order, p)
 	}
@@ -80,7 +83,7 @@ func secureTree(conn *zk.Conn, root string, scheme FleetACL, res *SecureResult) 
 	}
 	own := ACLForID(scheme.WorkerID())
 	var kids []string
-	for _, dir := range []string{SlotsPath(root), LeasesPath(root), StandbyPath(root)} {
+	for _, dir := range []string{zklayout.SlotsPath(root), zklayout.LeasesPath(root), StandbyPath(root)} {
 		names, _, err := conn.Children(dir)
 		if errors.Is(err, zk.ErrNoNode) {
 			continue
@@ -91,7 +94,7 @@ func secureTree(conn *zk.Conn, root string, scheme FleetACL, res *SecureResult) 
 		for _, n := range names {
 			p := path.Join(dir, n)
 			kids = append(kids, p)
-			if dir == SlotsPath(root) {
+			if dir == zklayout.SlotsPath(root) {
 				want[p] = scheme.Slot()
 			} else {
 				want[p] = own
@@ -106,7 +109,7 @@ func secureTree(conn *zk.Conn, root string, scheme FleetACL, res *SecureResult) 
 // a node gone meanwhile (a lease released) is skipped.
 func setACLs(conn *zk.Conn, paths []string, want map[string][]zk.ACL, res *SecureResult) error {
 	var mu sync.Mutex
-	err := forEach(paths, func(p string) error {
+	err := zkconn.ForEach(paths, func(p string) error {
 		have, st, err := conn.GetACL(p)
 		if errors.Is(err, zk.ErrNoNode) {
 			return nil
@@ -157,12 +160,12 @@ func FleetACLFromTree(conn *zk.Conn, root, operatorAuth string) (FleetACL, error
 		return FleetACL{}, err
 	}
 	scheme := FleetACL{operator: op, worker: op}
-	acl, _, err := conn.GetACL(LeasesPath(root))
+	acl, _, err := conn.GetACL(zklayout.LeasesPath(root))
 	if errors.Is(err, zk.ErrNoNode) {
 		return scheme, nil
 	}
 	if err != nil {
-		return FleetACL{}, fmt.Errorf("read the ACL of %s: %w", LeasesPath(root), err)
+		return FleetACL{}, fmt.Errorf("read the ACL of %s: %w", zklayout.LeasesPath(root), err)
 	}
 	if worldWrites(acl) {
 		return FleetACL{}, nil // a tree made without credentials: keep it so (secure changes it)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -106,7 +107,7 @@ func TestUnknownServerErrorKeepsLease(t *testing.T) {
 	w := startWorkerWith(t, "W", cfg, rec, reg)
 	w.waitReady(10 * time.Second)
 	gen := w.c.Generator()
-	sp := SlotPath(cfg.Root, testSlot)
+	sp := zklayout.SlotPath(cfg.Root, testSlot)
 	setByteQuota(t, obs, sp, 1) // the node holds more already: every change of size is refused
 
 	const want = 3

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -110,7 +111,7 @@ func TestNoCallAfterCancel(t *testing.T) {
 	if after.ReservedUntilMs >= before.ReservedUntilMs {
 		t.Fatalf("reservation %d after release, not lowered from %d", after.ReservedUntilMs, before.ReservedUntilMs)
 	}
-	if names, _, _ := obs.Children(LeasesPath(cfg.Root)); len(names) != 0 {
+	if names, _, _ := obs.Children(zklayout.LeasesPath(cfg.Root)); len(names) != 0 {
 		t.Fatalf("lease nodes after release: %v", names)
 	}
 }

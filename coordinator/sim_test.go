@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
@@ -274,7 +275,7 @@ func TestSimChurn(t *testing.T) {
 		}
 	}
 	blocked := func() int {
-		names, _, err := obs.Children(LeasesPath(cfg.Root))
+		names, _, err := obs.Children(zklayout.LeasesPath(cfg.Root))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +285,7 @@ func TestSimChurn(t *testing.T) {
 				live[st.LeaseNode] = true
 			}
 		}
-		held := holders(names)
+		held := zklayout.Holders(names)
 		sm, err := ReadSlotMap(obs, cfg.Root)
 		if err != nil {
 			t.Fatal(err)
@@ -293,7 +294,7 @@ func TestSimChurn(t *testing.T) {
 		b := 0
 		for s, rec := range sm.Slots {
 			if h, ok := held[s]; ok {
-				if !live[h.name] {
+				if !live[h.Name] {
 					b++
 				}
 			} else if rec.ReservedUntilMs > now {

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // A clock running ahead of ZooKeeper by more than MaxSkew does not drive
@@ -50,12 +52,12 @@ func TestSkewedClockBoundsReservation(t *testing.T) {
 func TestFloorAtClaimIsLastMs(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
-	root := DefaultRoot
+	root := zklayout.DefaultRoot
 	acl := zk.WorldACL(zk.PermAll)
 	makeRoot(t, obs, root, acl)
 	now := time.Now().UnixMilli()
 	old := SlotRecord{ReservedUntilMs: now - 5000, LastMs: now + 1500, Holder: "_c_00000000000000000000000000000000-dc03-m04-0000000007", UpdatedMs: now}
-	if _, err := obs.Set(SlotPath(root, testSlot), encodeSlot(old), -1); err != nil {
+	if _, err := obs.Set(zklayout.SlotPath(root, testSlot), encodeSlot(old), -1); err != nil {
 		t.Fatal(err)
 	}
 	rec := newRecorder()

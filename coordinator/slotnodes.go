@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -40,14 +41,14 @@ func createSlotNodes(conn *zk.Conn, root string, acl []zk.ACL, want []snowflake.
 		var ops []any
 		for _, s := range want {
 			if !have[s.String()] {
-				ops = append(ops, &zk.CreateRequest{Path: SlotPath(root, s), Data: data, Acl: acl})
+				ops = append(ops, &zk.CreateRequest{Path: zklayout.SlotPath(root, s), Data: data, Acl: acl})
 			}
 		}
 		if len(ops) == 0 {
 			return made, nil
 		}
 		if round >= 5 {
-			return made, fmt.Errorf("slot nodes under %s keep appearing while being made; %d still missing", SlotsPath(root), len(ops))
+			return made, fmt.Errorf("slot nodes under %s keep appearing while being made; %d still missing", zklayout.SlotsPath(root), len(ops))
 		}
 		for i := 0; i < len(ops); i += slotBatch {
 			batch := ops[i:min(i+slotBatch, len(ops))]
@@ -56,7 +57,7 @@ func createSlotNodes(conn *zk.Conn, root string, acl []zk.ACL, want []snowflake.
 				break // list again
 			}
 			if err != nil {
-				return made, fmt.Errorf("create slot nodes under %s: %w", SlotsPath(root), err)
+				return made, fmt.Errorf("create slot nodes under %s: %w", zklayout.SlotsPath(root), err)
 			}
 			made += len(batch)
 		}
@@ -65,9 +66,9 @@ func createSlotNodes(conn *zk.Conn, root string, acl []zk.ACL, want []snowflake.
 
 // slotNames is the set of node names under root's slots/.
 func slotNames(conn *zk.Conn, root string) (map[string]bool, error) {
-	names, _, err := conn.Children(SlotsPath(root))
+	names, _, err := conn.Children(zklayout.SlotsPath(root))
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", SlotsPath(root), err)
+		return nil, fmt.Errorf("list %s: %w", zklayout.SlotsPath(root), err)
 	}
 	have := make(map[string]bool, len(names))
 	for _, n := range names {
@@ -129,7 +130,7 @@ type RepairConfig struct {
 // snowflakectl repair; workers never call it.
 func RepairSlots(ctx context.Context, conn *zk.Conn, cfg RepairConfig) (RepairResult, error) {
 	var res RepairResult
-	if !ValidRoot(cfg.Root) {
+	if !zklayout.ValidRoot(cfg.Root) {
 		return res, fmt.Errorf("repair: root %q is not an absolute znode path", cfg.Root)
 	}
 	if cfg.ReservedUntilMs != 0 && (cfg.ReservedUntilMs < snowflake.MinUnixMs || cfg.ReservedUntilMs > snowflake.MaxUnixMs) {
@@ -192,7 +193,7 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 		}
 		res.MadeTree = append(res.MadeTree, root)
 	}
-	for _, p := range []string{LeasesPath(root), SlotsPath(root), StandbyPath(root)} {
+	for _, p := range []string{zklayout.LeasesPath(root), zklayout.SlotsPath(root), StandbyPath(root)} {
 		_, err := conn.Create(p, nil, 0, cfg.ACL.For(root, p))
 		if err == nil {
 			res.MadeTree = append(res.MadeTree, p)
@@ -203,9 +204,9 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 	// ZooKeeper's time (slots/ holds no data: writing none stamps it): a
 	// holder's reservation follows the leader's clock within its max skew,
 	// and ours may run behind it.
-	st, err := conn.Set(SlotsPath(root), nil, -1)
+	st, err := conn.Set(zklayout.SlotsPath(root), nil, -1)
 	if err != nil {
-		return fmt.Errorf("repair: stamp %s: %w", SlotsPath(root), err)
+		return fmt.Errorf("repair: stamp %s: %w", zklayout.SlotsPath(root), err)
 	}
 	if zkLeast := st.Mtime + info.Reach().Milliseconds(); zkLeast > least {
 		least = zkLeast

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -153,10 +154,10 @@ func readStandbys(conn *zk.Conn, root string) ([]StandbyInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read standby %s: %w", n, err)
 		}
-		var d leaseData
+		var d zklayout.LeaseData
 		_ = json.Unmarshal(data, &d)
 		out = append(out, StandbyInfo{Node: n, Datacenter: dc, Addr: d.Addr, HTTP: d.HTTP,
-			Host: d.Host, PID: d.PID, Version: d.Version, Since: d.Since, Kind: leaseKind(d.Kind), Program: d.Program})
+			Host: d.Host, PID: d.PID, Version: d.Version, Since: d.Since, Kind: zklayout.LeaseKind(d.Kind), Program: d.Program})
 	}
 	return out, nil
 }
@@ -189,7 +190,7 @@ func (s *session) showStandby(ctx context.Context) {
 	dir := StandbyPath(c.cfg.Root)
 	guid := newGUID()
 	p := dir + "/" + standbyName(guid, c.cfg.Datacenter, sid)
-	data := encodeLease(c.leaseData(time.Now()))
+	data := zklayout.EncodeLease(c.leaseData(time.Now()))
 	s.trackStandby(guid, sid)
 	create := func() error {
 		return c.call(ctx, 0, func() error {

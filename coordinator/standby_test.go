@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -255,7 +256,7 @@ func TestStandbyAvoidingFreeSlotUnseen(t *testing.T) {
 	a.waitReady(10 * time.Second)
 	other := snowflake.Slot{Datacenter: 3, Machine: 5}
 	now := time.Now().UnixMilli()
-	if _, err := obs.Set(SlotPath(cfg.Root, other), encodeSlot(SlotRecord{ReservedUntilMs: now + time.Hour.Milliseconds(), UpdatedMs: now}), -1); err != nil {
+	if _, err := obs.Set(zklayout.SlotPath(cfg.Root, other), encodeSlot(SlotRecord{ReservedUntilMs: now + time.Hour.Milliseconds(), UpdatedMs: now}), -1); err != nil {
 		t.Fatal(err)
 	}
 	bcfg := cfg
@@ -271,7 +272,7 @@ func TestStandbyAvoidingFreeSlotUnseen(t *testing.T) {
 		}
 	}
 	// Every slot B may take held: it shows itself.
-	if _, err := obs.Set(SlotPath(cfg.Root, other), encodeSlot(SlotRecord{ReservedUntilMs: now, UpdatedMs: now}), -1); err != nil {
+	if _, err := obs.Set(zklayout.SlotPath(cfg.Root, other), encodeSlot(SlotRecord{ReservedUntilMs: now, UpdatedMs: now}), -1); err != nil {
 		t.Fatal(err)
 	}
 	c := startWorker(t, "C", pinned(cfg, other), nil)

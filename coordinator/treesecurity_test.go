@@ -11,6 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -32,7 +34,7 @@ func secureScheme(t testing.TB) FleetACL {
 // dialAs is a session with credentials auth ("" for the world).
 func dialAs(t testing.TB, addr, auth string) *zk.Conn {
 	t.Helper()
-	conn, err := Dial([]string{addr}, auth, 5*time.Second, nil)
+	conn, err := zkconn.Dial([]string{addr}, auth, 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +72,8 @@ func TestLeastPrivilegeACLs(t *testing.T) {
 	w.waitReady(15 * time.Second)
 	st := w.c.Status()
 	world, wk, op := dialAs(t, zs.Addr(), ""), dialAs(t, zs.Addr(), testWorker), dialAs(t, zs.Addr(), testOperator)
-	sl := SlotPath(root, mustSlot(t, st.Slot))
-	lease := LeasesPath(root) + "/" + st.LeaseNode
+	sl := zklayout.SlotPath(root, mustSlot(t, st.Slot))
+	lease := zklayout.LeasesPath(root) + "/" + st.LeaseNode
 
 	refused := func(who, what string, err error) {
 		t.Helper()
@@ -86,7 +88,7 @@ func TestLeastPrivilegeACLs(t *testing.T) {
 	_, err := world.Set(sl, []byte(`{"reserved_until_ms":1}`), -1)
 	refused("world", "set of a slot node", err)
 	refused("world", "delete of a lease node", world.Delete(lease, -1))
-	_, err = world.Create(LeasesPath(root)+"/dc00-m00-0000000001", []byte(`{"addr":"rogue:6379"}`), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err = world.Create(zklayout.LeasesPath(root)+"/dc00-m00-0000000001", []byte(`{"addr":"rogue:6379"}`), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	refused("world", "create of a fake lease node", err)
 	_, err = world.Create(StandbyPath(root)+"/x", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	refused("world", "create in standby/", err)
@@ -94,9 +96,9 @@ func TestLeastPrivilegeACLs(t *testing.T) {
 	refused("world", "set of a lease node", err)
 
 	// The workers' identity: what a worker does, nothing more.
-	refused("worker", "delete of slots/", wk.Delete(SlotsPath(root), -1))
+	refused("worker", "delete of slots/", wk.Delete(zklayout.SlotsPath(root), -1))
 	refused("worker", "delete of a slot node", wk.Delete(sl, -1))
-	_, err = wk.Create(SlotsPath(root)+"/dc31-m99", []byte(`{}`), 0, zk.WorldACL(zk.PermAll))
+	_, err = wk.Create(zklayout.SlotsPath(root)+"/dc31-m99", []byte(`{}`), 0, zk.WorldACL(zk.PermAll))
 	refused("worker", "create of a slot node", err)
 	_, err = wk.Set(root, []byte(`{}`), -1)
 	refused("worker", "set of the root", err)
@@ -104,7 +106,7 @@ func TestLeastPrivilegeACLs(t *testing.T) {
 	refused("worker", "set ACL of a slot node", err)
 	_, err = wk.Create(root+"/extra", nil, 0, zk.WorldACL(zk.PermAll))
 	refused("worker", "create under the root", err)
-	p, err := wk.Create(LeasesPath(root)+"/probe-", nil, zk.FlagEphemeral|zk.FlagSequence, ACL(testWorker))
+	p, err := wk.Create(zklayout.LeasesPath(root)+"/probe-", nil, zk.FlagEphemeral|zk.FlagSequence, ACL(testWorker))
 	if err != nil {
 		t.Errorf("worker create in leases/: %v", err)
 	} else if err := wk.Delete(p, -1); err != nil {
@@ -116,7 +118,7 @@ func TestLeastPrivilegeACLs(t *testing.T) {
 	for _, c := range []struct {
 		path string
 		want []zk.ACL
-	}{{root, scheme.Root()}, {LeasesPath(root), scheme.Parent()}, {SlotsPath(root), scheme.Root()},
+	}{{root, scheme.Root()}, {zklayout.LeasesPath(root), scheme.Parent()}, {zklayout.SlotsPath(root), scheme.Root()},
 		{StandbyPath(root), scheme.Parent()}, {sl, scheme.Slot()}, {lease, ACL(testWorker)}} {
 		have, _, err := op.GetACL(c.path)
 		if err != nil || !sameACL(have, c.want) {
@@ -168,7 +170,7 @@ func TestWorkerRefusesWorldWritableTree(t *testing.T) {
 	w := startWorker(t, "w", cfg, newRecorder())
 	w.waitReady(15 * time.Second)
 	world := dialAs(t, zs.Addr(), "")
-	if _, err := world.Set(SlotPath(root, mustSlot(t, w.c.Status().Slot)), []byte(`{}`), -1); !errors.Is(err, zk.ErrNoAuth) {
+	if _, err := world.Set(zklayout.SlotPath(root, mustSlot(t, w.c.Status().Slot)), []byte(`{}`), -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("world set of a slot node after secure: %v, want ErrNoAuth", err)
 	}
 
@@ -328,7 +330,7 @@ func TestClaimRefusesSlotLoosenedWhileRunning(t *testing.T) {
 
 	op := dialAs(t, zs.Addr(), testOperator)
 	loose := append(secureScheme(t).Slot(), zk.ACL{Perms: zk.PermWrite, Scheme: "world", ID: "anyone"})
-	if _, err := op.SetACL(SlotPath(root, testSlot), loose, -1); err != nil {
+	if _, err := op.SetACL(zklayout.SlotPath(root, testSlot), loose, -1); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * cfg.Renew)

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -38,10 +40,10 @@ func (s *session) checkTrust(ctx context.Context) error {
 		path  string
 		perms int32
 	}
-	needs := []need{{root, zk.PermRead}, {LeasesPath(root), zk.PermCreate | zk.PermDelete | zk.PermRead},
-		{SlotsPath(root), zk.PermRead}, {StandbyPath(root), zk.PermCreate | zk.PermDelete}}
+	needs := []need{{root, zk.PermRead}, {zklayout.LeasesPath(root), zk.PermCreate | zk.PermDelete | zk.PermRead},
+		{zklayout.SlotsPath(root), zk.PermRead}, {StandbyPath(root), zk.PermCreate | zk.PermDelete}}
 	for _, sl := range s.candidates() {
-		needs = append(needs, need{SlotPath(root, sl), zk.PermRead | zk.PermWrite})
+		needs = append(needs, need{zklayout.SlotPath(root, sl), zk.PermRead | zk.PermWrite})
 	}
 	want := make(map[string]int32, len(needs))
 	paths := make([]string, len(needs))
@@ -54,7 +56,7 @@ func (s *session) checkTrust(ctx context.Context) error {
 		gone []string
 	)
 	err = s.c.call(ctx, scanTimeout, func() error {
-		return forEach(paths, func(p string) error {
+		return zkconn.ForEach(paths, func(p string) error {
 			acl, _, err := s.conn.GetACL(p)
 			if errors.Is(err, zk.ErrNoNode) {
 				mu.Lock()
@@ -70,7 +72,7 @@ func (s *session) checkTrust(ctx context.Context) error {
 			case worldWrites(acl):
 				why = "the world may write it"
 			case grants(acl, me.ID)&want[p] != want[p]:
-				why = fmt.Sprintf("our identity %s lacks %s on it", redact(auth), permString(want[p]&^grants(acl, me.ID)))
+				why = fmt.Sprintf("our identity %s lacks %s on it", zkconn.Redact(auth), permString(want[p]&^grants(acl, me.ID)))
 			}
 			if why != "" {
 				mu.Lock()
@@ -106,7 +108,7 @@ func (s *session) slotTrusted(ctx context.Context, sl snowflake.Slot) error {
 	if s.c.cfg.Auth == "" {
 		return nil
 	}
-	p := SlotPath(s.c.cfg.Root, sl)
+	p := zklayout.SlotPath(s.c.cfg.Root, sl)
 	var acl []zk.ACL
 	err := s.c.call(ctx, 0, func() (err error) { acl, _, err = s.conn.GetACL(p); return })
 	if err != nil || !worldWrites(acl) {

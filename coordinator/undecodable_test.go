@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -47,11 +48,11 @@ const undecodableMetric = "snowflake_coordinator_slot_undecodable_total"
 func TestUndecodableSlotNode(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
-	root := DefaultRoot
+	root := zklayout.DefaultRoot
 	acl := zk.WorldACL(zk.PermAll)
 	makeRoot(t, obs, root, acl)
 	garbage := []byte(`reserved_until_ms=1700000000000`) // not JSON
-	if _, err := obs.Set(SlotPath(root, testSlot), garbage, -1); err != nil {
+	if _, err := obs.Set(zklayout.SlotPath(root, testSlot), garbage, -1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -60,7 +61,7 @@ func TestUndecodableSlotNode(t *testing.T) {
 	regA := prometheus.NewRegistry()
 	a := startWorkerLogged(t, "A", pinned(testConfig(zs.Addr()), testSlot), newRecorder(), regA, capturingLogger(t, "A", &logA))
 	waitFor(t, 5*time.Second, "claimer lets go of the undecodable slot", func() bool {
-		names, _, err := obs.Children(LeasesPath(root))
+		names, _, err := obs.Children(zklayout.LeasesPath(root))
 		return err == nil && len(names) == 0 && a.c.getState() == StateStandby
 	})
 	if v := counterValue(t, regA, undecodableMetric, "", ""); v < 1 {
@@ -82,7 +83,7 @@ func TestUndecodableSlotNode(t *testing.T) {
 	b.waitReady(10 * time.Second)
 	g := b.c.Generator()
 	node := b.c.Status().LeaseNode
-	if _, err := obs.Set(SlotPath(root, other), garbage, -1); err != nil {
+	if _, err := obs.Set(zklayout.SlotPath(root, other), garbage, -1); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "holder gives up the slot whose node no longer decodes", func() bool { return b.losses() >= 1 })
@@ -90,7 +91,7 @@ func TestUndecodableSlotNode(t *testing.T) {
 		t.Fatalf("generator after the slot node was overwritten: %v, want sealed", err)
 	}
 	waitFor(t, 5*time.Second, "its lease node deleted", func() bool {
-		ok, _, err := obs.Exists(LeasesPath(root) + "/" + node)
+		ok, _, err := obs.Exists(zklayout.LeasesPath(root) + "/" + node)
 		return err == nil && !ok
 	})
 	if v := counterValue(t, regB, undecodableMetric, "", ""); v < 1 {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -20,8 +22,8 @@ func startTLSZK(t *testing.T) (*zktest.Server, *zktest.Certs) {
 	return zktest.StartWith(t, zktest.Options{TLS: certs}), certs
 }
 
-func clientTLS(c *zktest.Certs) ZKTLS {
-	return ZKTLS{CertFile: c.ClientCertFile, KeyFile: c.ClientKeyFile, CACertFile: c.CAFile}
+func clientTLS(c *zktest.Certs) zkconn.TLS {
+	return zkconn.TLS{CertFile: c.ClientCertFile, KeyFile: c.ClientKeyFile, CACertFile: c.CAFile}
 }
 
 // A worker on the secure port only, with digest auth as well, claims,
@@ -39,7 +41,7 @@ func TestClaimRenewReleaseOverTLS(t *testing.T) {
 	c0 := g.Ceiling()
 	waitFor(t, 5*time.Second, "ceiling raised by renewals over TLS", func() bool { return g.Ceiling() > c0 })
 
-	obs, err := DialTLS([]string{zs.TLSAddr()}, "", cfg.TLS, 5*time.Second, nil)
+	obs, err := zkconn.DialTLS([]string{zs.TLSAddr()}, "", cfg.TLS, 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +60,7 @@ func TestClaimRenewReleaseOverTLS(t *testing.T) {
 	if r, _ := readSlot(t, obs, cfg.Root, slot); r.ReservedUntilMs != last {
 		t.Fatalf("released reservation %d, want the last issued %d", r.ReservedUntilMs, last)
 	}
-	if names, _, _ := obs.Children(LeasesPath(cfg.Root)); len(names) != 0 {
+	if names, _, _ := obs.Children(zklayout.LeasesPath(cfg.Root)); len(names) != 0 {
 		t.Fatalf("lease nodes left after release: %v", names)
 	}
 	rec.checkDisjoint(t)
@@ -85,7 +87,7 @@ func noSession(t *testing.T, what string, conn *zk.Conn, d time.Duration) {
 // contrast, gets its session at once.
 func TestZKTLSRefused(t *testing.T) {
 	zs, certs := startTLSZK(t)
-	good, err := DialTLS([]string{zs.TLSAddr()}, "", clientTLS(certs), 5*time.Second, nil)
+	good, err := zkconn.DialTLS([]string{zs.TLSAddr()}, "", clientTLS(certs), 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,21 +98,21 @@ func TestZKTLSRefused(t *testing.T) {
 	}
 	for _, c := range []struct {
 		what  string
-		files ZKTLS
+		files zkconn.TLS
 	}{
-		{"no client certificate", ZKTLS{CACertFile: certs.CAFile}},
-		{"client certificate of another CA", ZKTLS{CertFile: certs.OtherClientCertFile, KeyFile: certs.OtherClientKeyFile, CACertFile: certs.CAFile}},
-		{"client trusting another CA", ZKTLS{CertFile: certs.ClientCertFile, KeyFile: certs.ClientKeyFile, CACertFile: certs.OtherCAFile}},
-		{"plaintext", ZKTLS{}},
+		{"no client certificate", zkconn.TLS{CACertFile: certs.CAFile}},
+		{"client certificate of another CA", zkconn.TLS{CertFile: certs.OtherClientCertFile, KeyFile: certs.OtherClientKeyFile, CACertFile: certs.CAFile}},
+		{"client trusting another CA", zkconn.TLS{CertFile: certs.ClientCertFile, KeyFile: certs.ClientKeyFile, CACertFile: certs.OtherCAFile}},
+		{"plaintext", zkconn.TLS{}},
 	} {
-		conn, err := DialTLS([]string{zs.TLSAddr()}, "", c.files, 2*time.Second, nil)
+		conn, err := zkconn.DialTLS([]string{zs.TLSAddr()}, "", c.files, 2*time.Second, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.what, err)
 		}
 		noSession(t, c.what, conn, 3*time.Second)
 	}
 	// The plaintext port is not the secure one: TLS there gets nothing.
-	conn, err := DialTLS([]string{zs.Addr()}, "", clientTLS(certs), 2*time.Second, nil)
+	conn, err := zkconn.DialTLS([]string{zs.Addr()}, "", clientTLS(certs), 2*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +125,13 @@ func TestZKTLSRefused(t *testing.T) {
 func TestZKTLSReloadsFiles(t *testing.T) {
 	zs, certs := startTLSZK(t)
 	dir := t.TempDir()
-	files := ZKTLS{CertFile: dir + "/cert.pem", KeyFile: dir + "/key.pem", CACertFile: certs.CAFile}
+	files := zkconn.TLS{CertFile: dir + "/cert.pem", KeyFile: dir + "/key.pem", CACertFile: certs.CAFile}
 	copyFile(t, certs.OtherClientCertFile, files.CertFile)
 	copyFile(t, certs.OtherClientKeyFile, files.KeyFile)
 	cfg := testConfig(zs.TLSAddr())
 	cfg.TLS = files
 	plain := cfg
-	plain.Servers, plain.TLS = []string{zs.Addr()}, ZKTLS{}
+	plain.Servers, plain.TLS = []string{zs.Addr()}, zkconn.TLS{}
 	initFleet(t, plain) // through the plaintext port, which the server also serves
 	w := startWorkerBare(t, "rotated", cfg, nil, nil, testLogger(t, "rotated"))
 	time.Sleep(2 * time.Second)
@@ -166,22 +168,22 @@ func TestZKTLSValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		files ZKTLS
+		files zkconn.TLS
 		field string
 	}{
-		{ZKTLS{KeyFile: certs.ClientKeyFile}, "TLS.CertFile"},
-		{ZKTLS{CertFile: certs.ClientCertFile}, "TLS.KeyFile"},
-		{ZKTLS{CertFile: "/nonexistent/cert.pem", KeyFile: certs.ClientKeyFile}, "TLS.CertFile"},
-		{ZKTLS{CertFile: certs.ClientCertFile, KeyFile: "/nonexistent/key.pem"}, "TLS.KeyFile"},
-		{ZKTLS{CertFile: certs.ClientCertFile, KeyFile: certs.OtherClientKeyFile}, "TLS.CertFile"},
-		{ZKTLS{CACertFile: notPEM}, "TLS.CACertFile"},
-		{ZKTLS{CACertFile: "/nonexistent/ca.pem"}, "TLS.CACertFile"},
+		{zkconn.TLS{KeyFile: certs.ClientKeyFile}, "TLS.CertFile"},
+		{zkconn.TLS{CertFile: certs.ClientCertFile}, "TLS.KeyFile"},
+		{zkconn.TLS{CertFile: "/nonexistent/cert.pem", KeyFile: certs.ClientKeyFile}, "TLS.CertFile"},
+		{zkconn.TLS{CertFile: certs.ClientCertFile, KeyFile: "/nonexistent/key.pem"}, "TLS.KeyFile"},
+		{zkconn.TLS{CertFile: certs.ClientCertFile, KeyFile: certs.OtherClientKeyFile}, "TLS.CertFile"},
+		{zkconn.TLS{CACertFile: notPEM}, "TLS.CACertFile"},
+		{zkconn.TLS{CACertFile: "/nonexistent/ca.pem"}, "TLS.CACertFile"},
 	} {
 		cfg := testConfig("127.0.0.1:2181")
 		cfg.TLS = c.files
 		err := cfg.Validate()
 		var ce *snowflake.ConfigError
-		if !errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, ErrZKTLSFiles) {
+		if !errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, zkconn.ErrTLSFiles) {
 			t.Errorf("%+v: Validate %v, want a ConfigError on %s", c.files, err, c.field)
 		}
 	}

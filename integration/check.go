@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -182,7 +183,7 @@ func Check(ctx context.Context, st *Stack, col *Collector, mon *Monitor, until t
 		sm, err = coordinator.ReadSlotMap(conn, zkRoot)
 		if err == nil {
 			in.slots = sm.Slots
-			in.leases, _, err = conn.Children(coordinator.LeasesPath(zkRoot))
+			in.leases, _, err = conn.Children(zklayout.LeasesPath(zkRoot))
 		}
 		if err == nil || try == 20 {
 			break
@@ -294,7 +295,7 @@ func holderProblems(leases []string, hs []holding) []string {
 	bySlot := map[string][]node{}
 	listed := map[string]string{} // name -> slot
 	for _, n := range leases {
-		s, seq, err := coordinator.ParseLeaseName(n)
+		s, seq, err := zklayout.ParseLeaseName(n)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("lease node %q: %v", n, err))
 			continue
@@ -318,9 +319,9 @@ func holderProblems(leases []string, hs []holding) []string {
 		if _, ok := listed[h.st.LeaseNode]; !ok {
 			continue // lost, or not yet seen by this listing: overlapProblems covers it
 		}
-		_, mine, _ := coordinator.ParseLeaseName(h.st.LeaseNode)
+		_, mine, _ := zklayout.ParseLeaseName(h.st.LeaseNode)
 		for _, n := range bySlot[h.st.Slot] {
-			if coordinator.LeaseSeqBefore(n.seq, mine) {
+			if zklayout.LeaseSeqBefore(n.seq, mine) {
 				who := owner[n.name]
 				for _, o := range hs {
 					if o.st.LeaseNode == n.name {
@@ -355,8 +356,8 @@ func overlapProblems(hs []holding) []string {
 				problems = append(problems, fmt.Sprintf("%s and %s both hold %s with lease node %s", a.worker, b.worker, a.st.Slot, a.st.LeaseNode))
 				continue
 			}
-			_, sa, _ := coordinator.ParseLeaseName(a.st.LeaseNode)
-			_, sb, _ := coordinator.ParseLeaseName(b.st.LeaseNode)
+			_, sa, _ := zklayout.ParseLeaseName(a.st.LeaseNode)
+			_, sb, _ := zklayout.ParseLeaseName(b.st.LeaseNode)
 			early, late := a, b
 			if sb < sa {
 				early, late = b, a
@@ -433,10 +434,10 @@ func (ci *ceilingIndex) bound(id, slot string, t time.Time) (int64, bool) {
 	if c, ok := ci.memo[[3]string{id, slot, lease}]; ok {
 		return c, true
 	}
-	_, seq, _ := coordinator.ParseLeaseName(lease)
+	_, seq, _ := zklayout.ParseLeaseName(lease)
 	var c int64
 	for _, s := range ss {
-		if _, q, _ := coordinator.ParseLeaseName(s.LeaseNode); s.Slot == slot && s.holds() && q >= seq {
+		if _, q, _ := zklayout.ParseLeaseName(s.LeaseNode); s.Slot == slot && s.holds() && q >= seq {
 			c = max(c, s.CeilingMs)
 		}
 	}
@@ -445,7 +446,7 @@ func (ci *ceilingIndex) bound(id, slot string, t time.Time) (int64, bool) {
 			continue
 		}
 		for _, s := range ci.samples[other] {
-			if _, q, _ := coordinator.ParseLeaseName(s.LeaseNode); s.Slot == slot && s.holds() && q > seq && s.FloorMs >= c {
+			if _, q, _ := zklayout.ParseLeaseName(s.LeaseNode); s.Slot == slot && s.holds() && q > seq && s.FloorMs >= c {
 				c = s.FloorMs // floors of later leases all lie at or above the ceiling
 				break
 			}

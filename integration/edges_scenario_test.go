@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -83,7 +84,7 @@ func slotNodeEmptied(e env) result {
 	conn, err := e.st.DialZKAs(e.ctx, e.st.ids.Operator)
 	e.must(err, "dial ZooKeeper as the operator")
 	defer conn.Close()
-	sp := coordinator.SlotPath(zkRoot, sl)
+	sp := zklayout.SlotPath(zkRoot, sl)
 	acl, _, err := conn.GetACL(sp)
 	e.must(err, "read the ACL of "+sp)
 	fault := time.Now()

@@ -7,7 +7,7 @@ import (
 	"path"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // o: delete a serving holder's lease node under it while its session lives
@@ -23,7 +23,7 @@ func leaseNodeDeleted(e env) result {
 	e.must(err, "dial ZooKeeper as the operator")
 	defer conn.Close()
 	fault := time.Now()
-	e.must(conn.Delete(path.Join(coordinator.LeasesPath(zkRoot), s.LeaseNode), -1), "delete the lease node "+s.LeaseNode)
+	e.must(conn.Delete(path.Join(zklayout.LeasesPath(zkRoot), s.LeaseNode), -1), "delete the lease node "+s.LeaseNode)
 	// Session timeout as the limit: generous for a few renews under load.
 	took := e.waitFor(sessionTimeout, w.Short()+" drops the deleted lease", func() bool {
 		now, err := getStatus(e.ctx, w)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // The stack is secured as it ships (deploy/security.md): the compose
@@ -95,17 +96,17 @@ func checkSecured(ctx context.Context, st *Stack) error {
 	}
 	defer conn.Close()
 	var open []string
-	for _, dir := range []string{zkRoot, coordinator.LeasesPath(zkRoot), coordinator.SlotsPath(zkRoot), coordinator.StandbyPath(zkRoot)} {
+	for _, dir := range []string{zkRoot, zklayout.LeasesPath(zkRoot), zklayout.SlotsPath(zkRoot), coordinator.StandbyPath(zkRoot)} {
 		p := dir + "/world-writes-here"
 		if _, err := conn.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
 			open = append(open, fmt.Sprintf("create %s: %v", p, err))
 		}
 	}
-	slots, _, err := conn.Children(coordinator.SlotsPath(zkRoot))
+	slots, _, err := conn.Children(zklayout.SlotsPath(zkRoot))
 	if err != nil || len(slots) == 0 {
-		return fmt.Errorf("list %s: %d slot nodes, %v", coordinator.SlotsPath(zkRoot), len(slots), err)
+		return fmt.Errorf("list %s: %d slot nodes, %v", zklayout.SlotsPath(zkRoot), len(slots), err)
 	}
-	sp := coordinator.SlotsPath(zkRoot) + "/" + slots[0]
+	sp := zklayout.SlotsPath(zkRoot) + "/" + slots[0]
 	data, stat, err := conn.Get(sp)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", sp, err)

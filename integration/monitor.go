@@ -12,7 +12,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // How often the monitor looks, while scenarios run.
@@ -146,7 +147,7 @@ func (m *Monitor) watchLeases(ctx context.Context) {
 				conn.Close()
 			}
 			conn, servers = nil, now
-			c, err := coordinator.Dial(now, "", 10*time.Second, hclog.NewNullLogger())
+			c, err := zkconn.Dial(now, "", 10*time.Second, hclog.NewNullLogger())
 			if err != nil {
 				continue
 			}
@@ -180,7 +181,7 @@ func childrenWithin(conn *zk.Conn, limit time.Duration) ([]string, error) {
 	}
 	ch := make(chan res, 1)
 	go func() {
-		names, _, err := conn.Children(coordinator.LeasesPath(zkRoot))
+		names, _, err := conn.Children(zklayout.LeasesPath(zkRoot))
 		ch <- res{names, err}
 	}()
 	select {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -249,7 +250,7 @@ func zombieWakesEarly(e env) result {
 	e.must(err, "dial ZooKeeper")
 	defer conn.Close()
 	zs = e.status(z)
-	lease := path.Join(coordinator.LeasesPath(zkRoot), zs.LeaseNode)
+	lease := path.Join(zklayout.LeasesPath(zkRoot), zs.LeaseNode)
 	fault := time.Now()
 	e.docker("pause", z.ID)
 	expired := e.waitFor(sessionTimeout+10*time.Second, "the paused holder's lease node goes", func() bool {

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
@@ -277,7 +278,7 @@ func (s *Stack) dial(ctx context.Context, auth string) (*zk.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return coordinator.Dial(servers, auth, 10*time.Second, hclog.NewNullLogger())
+	return zkconn.Dial(servers, auth, 10*time.Second, hclog.NewNullLogger())
 }
 
 // CopyTo writes content into a file of a container (running or stopped):

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/worker/client/fleettest"
 )
@@ -252,7 +253,7 @@ func startZK(t testing.TB) *zktest.Server { return zktest.Start(t) }
 
 // deleteRoot deletes a test's fleet root and everything under it.
 func deleteRoot(t testing.TB, servers []string, root string) {
-	conn, err := coordinator.Dial(servers, "", 5*time.Second, hclog.NewNullLogger())
+	conn, err := zkconn.Dial(servers, "", 5*time.Second, hclog.NewNullLogger())
 	if err != nil {
 		t.Errorf("delete root %s: %v", root, err)
 		return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -119,7 +120,7 @@ func classify(v SlotsView, m coordinator.SlotMap) SlotsView {
 	if owned == 0 {
 		owned = coordinator.AllDatacenters
 	}
-	held := map[snowflake.Slot]coordinator.LeaseInfo{}
+	held := map[snowflake.Slot]zklayout.LeaseInfo{}
 	for _, l := range m.Leases {
 		held[l.Slot] = l
 	}
@@ -149,7 +150,7 @@ func classify(v SlotsView, m coordinator.SlotMap) SlotsView {
 			sv.State = SlotHeld
 			sv.Holder, sv.Addr, sv.HTTP, sv.Host, sv.PID, sv.Version = l.Node, l.Addr, l.HTTP, l.Host, l.PID, l.Version
 			sv.Kind, sv.Program = l.Kind, l.Program
-			if l.Kind == coordinator.KindEmbedded {
+			if l.Kind == zklayout.KindEmbedded {
 				v.Embedded++
 			}
 			if !l.Since.IsZero() {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -14,9 +15,9 @@ import (
 // hover and in the legend.
 func TestSlotsShowEmbeddedKind(t *testing.T) {
 	ws, es := snowflake.Slot{Datacenter: 0, Machine: 1}, snowflake.Slot{Datacenter: 0, Machine: 2}
-	m := coordinator.SlotMap{Owned: coordinator.AllDatacenters, Slots: map[snowflake.Slot]coordinator.SlotRecord{}, Leases: []coordinator.LeaseInfo{
-		{Node: "w", Slot: ws, Kind: coordinator.KindWorker, Program: "snowflaked", Addr: "10.0.0.5:7609"},
-		{Node: "e", Slot: es, Kind: coordinator.KindEmbedded, Program: "billing"},
+	m := coordinator.SlotMap{Owned: coordinator.AllDatacenters, Slots: map[snowflake.Slot]coordinator.SlotRecord{}, Leases: []zklayout.LeaseInfo{
+		{Node: "w", Slot: ws, Kind: zklayout.KindWorker, Program: "snowflaked", Addr: "10.0.0.5:7609"},
+		{Node: "e", Slot: es, Kind: zklayout.KindEmbedded, Program: "billing"},
 	}}
 	v := classify(SlotsView{Now: time.Now(), Counts: map[string]int{}}, m)
 	if v.Counts[SlotHeld] != 2 || v.Embedded != 1 {
@@ -26,10 +27,10 @@ func TestSlotsShowEmbeddedKind(t *testing.T) {
 	for _, s := range v.Slots {
 		byName[s.Slot] = s
 	}
-	if e := byName[es.String()]; e.Kind != coordinator.KindEmbedded || e.Program != "billing" {
+	if e := byName[es.String()]; e.Kind != zklayout.KindEmbedded || e.Program != "billing" {
 		t.Fatalf("embedded slot view %+v", e)
 	}
-	if w := byName[ws.String()]; w.Kind != coordinator.KindWorker {
+	if w := byName[ws.String()]; w.Kind != zklayout.KindWorker {
 		t.Fatalf("worker slot view %+v", w)
 	}
 	d := newSlotsPageData(v)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // The /slots page: the 1,024 slots as a 32 x 32 grid of SVG squares
@@ -75,7 +75,7 @@ func newSlotsPageData(v SlotsView) slotsPageData {
 	}
 	for _, s := range v.Slots {
 		class := "cell " + s.State
-		if s.State == SlotHeld && s.Kind == coordinator.KindEmbedded {
+		if s.State == SlotHeld && s.Kind == zklayout.KindEmbedded {
 			class += " " + embeddedClass
 		}
 		d.Cells = append(d.Cells, slotCell{

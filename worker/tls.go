@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
 // TLS on the ID port works as Redis's tls-port: a listener of its own
@@ -147,7 +147,7 @@ func (r *CertReloader) forClient(*tls.ClientHelloInfo) (*tls.Config, error) {
 }
 
 // stamp is the files' mtimes and sizes: what a reload looks for.
-func (f TLSFiles) stamp() string { return coordinator.FilesStamp(f.CertFile, f.KeyFile, f.CAFile) }
+func (f TLSFiles) stamp() string { return zkconn.FilesStamp(f.CertFile, f.KeyFile, f.CAFile) }
 
 // load reads the files into a server config; stamp is taken before the
 // reads, so a change during them is seen at the next look.

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
 // fleetRow is one fleet found, as printed and as JSON.
@@ -185,8 +186,8 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 }
 
 // scanEnsemble finds the fleets of one ensemble, bounded by timeout.
-func scanEnsemble(servers []string, auth string, files coordinator.ZKTLS, limit int, skip []string, timeout time.Duration) (coordinator.Scan, error) {
-	conn, err := coordinator.DialTLS(servers, auth, files, min(max(timeout, 2*time.Second), 10*time.Second), hclog.NewNullLogger())
+func scanEnsemble(servers []string, auth string, files zkconn.TLS, limit int, skip []string, timeout time.Duration) (coordinator.Scan, error) {
+	conn, err := zkconn.DialTLS(servers, auth, files, min(max(timeout, 2*time.Second), 10*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		return coordinator.Scan{}, err
 	}

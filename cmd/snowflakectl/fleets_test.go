@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
@@ -142,7 +143,7 @@ func TestFleetsUnreadableSubtree(t *testing.T) {
 	if rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", "/snowflake", "--datacenters", "0-3"}, &out, &errb); rc != exitOK {
 		t.Fatalf("init: rc %d %s", rc, errb.String())
 	}
-	other, err := coordinator.Dial([]string{zs.Addr()}, "someone-else:secret", 5*time.Second, nil)
+	other, err := zkconn.Dial([]string{zs.Addr()}, "someone-else:secret", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

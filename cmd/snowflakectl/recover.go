@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
 // runRecover is snowflakectl recover: after ZooKeeper was restored from a
@@ -60,7 +61,7 @@ func runRecover(args []string, in input, stdout, stderr io.Writer) int {
 	if !*yes && !in.confirm(stdout, stderr, "recover", "Run this only after restoring ZooKeeper from a backup.") {
 		return exitFailure
 	}
-	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
+	conn, err := zkconn.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl recover: %v\n", err)
 		return exitFailure

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -85,7 +86,7 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	if !*yes && !in.terminal {
 		return usageError(stderr, "repair", "%v", errNoTerminal)
 	}
-	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, max(*timeout, 2*time.Second), hclog.NewNullLogger())
+	conn, err := zkconn.DialTLS(servers, z.auth, z.tls.files, max(*timeout, 2*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
 		return exitFailure

@@ -11,6 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -23,13 +25,13 @@ func TestRepairRecreatesMissingSlotAfterConfirmation(t *testing.T) {
 	zks := zktest.Start(t)
 	root := "/repair-test"
 	startHolder(t, zks.Addr(), root, "10.0.0.1:7609") // makes the root and every slot node
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	slot := snowflake.Slot{Datacenter: 3, Machine: 4}
-	sp := coordinator.SlotPath(root, slot)
+	sp := zklayout.SlotPath(root, slot)
 	if err := conn.Delete(sp, -1); err != nil {
 		t.Fatal(err)
 	}
@@ -89,18 +91,18 @@ func TestRepairAllAfterSlotsDeleted(t *testing.T) {
 	root := "/repair-all"
 	h := startHolder(t, zks.Addr(), root, "10.0.0.1:7609")
 	h.stop()
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	names, _, _ := conn.Children(coordinator.SlotsPath(root))
+	names, _, _ := conn.Children(zklayout.SlotsPath(root))
 	for _, n := range names {
-		if err := conn.Delete(coordinator.SlotsPath(root)+"/"+n, -1); err != nil {
+		if err := conn.Delete(zklayout.SlotsPath(root)+"/"+n, -1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := conn.Delete(coordinator.SlotsPath(root), -1); err != nil {
+	if err := conn.Delete(zklayout.SlotsPath(root), -1); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
@@ -111,7 +113,7 @@ func TestRepairAllAfterSlotsDeleted(t *testing.T) {
 	if rc != exitFailure || !strings.Contains(errb.String(), "--unsafe-low-reservation") || !strings.Contains(errb.String(), "max horizon 40s") {
 		t.Fatalf("--reserve-until now+5s: rc %d, stderr %q; want a refusal naming the bound and the flag", rc, errb.String())
 	}
-	if ok, _, _ := conn.Exists(coordinator.SlotsPath(root)); ok {
+	if ok, _, _ := conn.Exists(zklayout.SlotsPath(root)); ok {
 		t.Fatal("a refused repair made slots/")
 	}
 	out.Reset()
@@ -121,21 +123,21 @@ func TestRepairAllAfterSlotsDeleted(t *testing.T) {
 	if rc != exitOK {
 		t.Fatalf("rc %d, stderr %q", rc, errb.String())
 	}
-	data, _, err := conn.Get(coordinator.SlotPath(root, snowflake.Slot{Datacenter: 9, Machine: 9}))
+	data, _, err := conn.Get(zklayout.SlotPath(root, snowflake.Slot{Datacenter: 9, Machine: 9}))
 	var rec struct {
 		ReservedUntilMs int64 `json:"reserved_until_ms"`
 	}
 	if err != nil || json.Unmarshal(data, &rec) != nil || rec.ReservedUntilMs < before {
 		t.Fatalf("repair without --reserve-until made %s (%v); want a reservation of at least now+41s (%d)", data, err, before)
 	}
-	names, _, err = conn.Children(coordinator.SlotsPath(root))
+	names, _, err = conn.Children(zklayout.SlotsPath(root))
 	if err != nil || len(names) != snowflake.Slots {
 		t.Fatalf("after repair: %d slot nodes (%v), want %d", len(names), err, snowflake.Slots)
 	}
-	if !strings.Contains(out.String(), "made "+coordinator.SlotsPath(root)) {
+	if !strings.Contains(out.String(), "made "+zklayout.SlotsPath(root)) {
 		t.Errorf("output does not name slots/ as made:\n%s", out.String())
 	}
-	if _, err := conn.Create(coordinator.SlotsPath(root), nil, 0, zk.WorldACL(zk.PermAll)); err != zk.ErrNodeExists {
+	if _, err := conn.Create(zklayout.SlotsPath(root), nil, 0, zk.WorldACL(zk.PermAll)); err != zk.ErrNodeExists {
 		t.Errorf("slots/ after repair: %v", err)
 	}
 }
@@ -173,7 +175,7 @@ func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
 // only where no other fleet of the ensemble owns one of them.
 func TestRepairDeletedRootKeepsScope(t *testing.T) {
 	zks := zktest.Start(t)
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +229,7 @@ func TestRecoverCommand(t *testing.T) {
 	if !strings.Contains(out.String(), "1024 slot nodes raised") || !strings.Contains(out.String(), "datacenters 2-3 kept") {
 		t.Errorf("recover said: %s", out.String())
 	}
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
 // runSecure is snowflakectl secure: it re-ACLs an existing fleet's tree to
@@ -62,7 +63,7 @@ func runSecure(args []string, in input, stdout, stderr io.Writer) int {
 	if !*yes && !in.confirm(stdout, stderr, "secure", "Workers without the workers' credentials can no longer write the tree.") {
 		return exitFailure
 	}
-	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
+	conn, err := zkconn.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl secure: %v\n", err)
 		return exitFailure

@@ -11,7 +11,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
@@ -46,7 +47,7 @@ func TestInitNeedsCredentialsOrInsecure(t *testing.T) {
 			t.Errorf("init %q: rc %d, stderr %q; want 2 and one line saying %q", c.args, rc, errb.String(), c.want)
 		}
 	}
-	obs, err := coordinator.Dial([]string{zs.Addr()}, "", 5*time.Second, nil)
+	obs, err := zkconn.Dial([]string{zs.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +94,8 @@ func TestSecureCommand(t *testing.T) {
 	if rc := runSecure(append(args, "--yes"), input{}, &out, &errb); rc != exitOK || !strings.Contains(out.String(), "0 node(s) changed, 0 made") {
 		t.Fatalf("secure again: rc %d, %q; want nothing changed", rc, out.String())
 	}
-	slot := coordinator.SlotsPath(root) + "/dc00-m00"
-	world, err := coordinator.Dial([]string{zs.Addr()}, "", 5*time.Second, nil)
+	slot := zklayout.SlotsPath(root) + "/dc00-m00"
+	world, err := zkconn.Dial([]string{zs.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestSecureCommand(t *testing.T) {
 	if _, err := world.Set(slot, []byte(`{}`), -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("world set of a slot node after secure: %v, want ErrNoAuth", err)
 	}
-	worker, err := coordinator.Dial([]string{zs.Addr()}, "worker:wk-pass", 5*time.Second, nil)
+	worker, err := zkconn.Dial([]string{zs.Addr()}, "worker:wk-pass", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestSecureCommand(t *testing.T) {
 	if err := world.Delete(slot, -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("world delete of a slot node: %v, want ErrNoAuth", err)
 	}
-	opConn, err := coordinator.Dial([]string{zs.Addr()}, "ops:op-pass", 5*time.Second, nil)
+	opConn, err := zkconn.Dial([]string{zs.Addr()}, "ops:op-pass", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestFleetsIgnoresUntrustedRoots(t *testing.T) {
 		"--zk-auth-file", op, "--zk-worker-auth-file", wk}, &out, &errb); rc != exitOK {
 		t.Fatalf("init: rc %d, %s", rc, errb.String())
 	}
-	world, err := coordinator.Dial([]string{zs.Addr()}, "", 5*time.Second, nil)
+	world, err := zkconn.Dial([]string{zs.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -30,7 +32,7 @@ type zkFlags struct {
 func (z *zkFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&z.servers, "zk", envOr("SNOWFLAKE_ZK", "127.0.0.1:2181"),
 		"ZooKeeper `servers`, comma-separated host:port (env SNOWFLAKE_ZK)")
-	fs.StringVar(&z.root, "zk-root", envOr("SNOWFLAKE_ZK_ROOT", coordinator.DefaultRoot),
+	fs.StringVar(&z.root, "zk-root", envOr("SNOWFLAKE_ZK_ROOT", zklayout.DefaultRoot),
 		"the fleet's root `znode` (env SNOWFLAKE_ZK_ROOT)")
 	// The environment's credentials are read at check, never shown as a
 	// default in -h.
@@ -52,7 +54,7 @@ func (z *zkFlags) check() ([]string, error) {
 			return nil, fmt.Errorf("--zk entry %q is not host:port", s)
 		}
 	}
-	if !coordinator.ValidRoot(z.root) {
+	if !zklayout.ValidRoot(z.root) {
 		return nil, fmt.Errorf("--zk-root %q must be an absolute znode path like /snowflake", z.root)
 	}
 	if err := z.readAuth(); err != nil {
@@ -67,7 +69,7 @@ func (z *zkFlags) check() ([]string, error) {
 // readSlotMap reads the slot map, bounded by timeout: go-zookeeper has no
 // call timeouts of its own and would wait for an unreachable ensemble.
 func (z *zkFlags) readSlotMap(servers []string, timeout time.Duration) (coordinator.SlotMap, error) {
-	conn, err := coordinator.DialTLS(servers, z.auth, z.tls.files, max(timeout, 2*time.Second), hclog.NewNullLogger())
+	conn, err := zkconn.DialTLS(servers, z.auth, z.tls.files, max(timeout, 2*time.Second), hclog.NewNullLogger())
 	if err != nil {
 		return coordinator.SlotMap{}, err
 	}
@@ -224,7 +226,7 @@ func buildSlotsReport(m coordinator.SlotMap, root string, now time.Time, all boo
 		held[l.Slot] = true
 		r := slotRow{Slot: l.Slot.String(), Held: true, Kind: l.Kind, Program: l.Program, Addr: l.Addr, HTTP: l.HTTP,
 			Host: l.Host, PID: l.PID, Version: l.Version, LeaseNode: l.Node}
-		if l.Kind == coordinator.KindEmbedded {
+		if l.Kind == zklayout.KindEmbedded {
 			rep.Embedded++
 		}
 		if !l.Since.IsZero() {

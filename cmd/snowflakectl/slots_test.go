@@ -12,6 +12,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker/client/fleettest"
@@ -36,7 +38,7 @@ func startHolder(t *testing.T, zkAddr, root, advertise string) *holder {
 	cfg.Horizon = time.Second
 	cfg.ReleaseTimeout = 2 * time.Second
 	cfg.Advertise, cfg.HTTPAdvertise, cfg.Version = advertise, "127.0.0.1:1", "test"
-	fleettest.InitFleet(t, cfg.Servers, cfg.Root, "", coordinator.ZKTLS{})
+	fleettest.InitFleet(t, cfg.Servers, cfg.Root, "", zkconn.TLS{})
 	c, err := coordinator.New(cfg, hclog.NewNullLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -118,12 +120,12 @@ func TestSlotsShowsHoldersAndCounts(t *testing.T) {
 	}
 
 	// A slot node overwritten by hand: the map still reads, and names it.
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := conn.Set(coordinator.SlotPath(root, mustSlot(t, released)), []byte("not a record"), -1); err != nil {
+	if _, err := conn.Set(zklayout.SlotPath(root, mustSlot(t, released)), []byte("not a record"), -1); err != nil {
 		t.Fatal(err)
 	}
 	rep = slotsJSON(t, append(zkFlag, "--json"))
@@ -226,7 +228,7 @@ func TestSlotsShowsStandbys(t *testing.T) {
 	zks := zktest.Start(t)
 	root := "/slots-standby"
 	startHolder(t, zks.Addr(), root, "10.0.0.1:7609")
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

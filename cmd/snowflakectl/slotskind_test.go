@@ -7,18 +7,19 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // slots names each holder's kind and program, in the table and the JSON,
 // and counts the embedded leases.
 func TestSlotsShowEmbeddedKind(t *testing.T) {
-	m := coordinator.SlotMap{Owned: coordinator.AllDatacenters, Slots: map[snowflake.Slot]coordinator.SlotRecord{}, Leases: []coordinator.LeaseInfo{
-		{Node: "w", Slot: snowflake.Slot{Machine: 1}, Kind: coordinator.KindWorker, Program: "snowflaked", Addr: "10.0.0.5:7609"},
-		{Node: "e", Slot: snowflake.Slot{Machine: 2}, Kind: coordinator.KindEmbedded, Program: "billing"},
+	m := coordinator.SlotMap{Owned: coordinator.AllDatacenters, Slots: map[snowflake.Slot]coordinator.SlotRecord{}, Leases: []zklayout.LeaseInfo{
+		{Node: "w", Slot: snowflake.Slot{Machine: 1}, Kind: zklayout.KindWorker, Program: "snowflaked", Addr: "10.0.0.5:7609"},
+		{Node: "e", Slot: snowflake.Slot{Machine: 2}, Kind: zklayout.KindEmbedded, Program: "billing"},
 	}}
 	rep := buildSlotsReport(m, "/snowflake", time.Now(), false)
-	if rep.Held != 2 || rep.Embedded != 1 || rep.Slots[1].Kind != coordinator.KindEmbedded || rep.Slots[1].Program != "billing" {
+	if rep.Held != 2 || rep.Embedded != 1 || rep.Slots[1].Kind != zklayout.KindEmbedded || rep.Slots[1].Program != "billing" {
 		t.Fatalf("report %+v", rep)
 	}
 	var out bytes.Buffer

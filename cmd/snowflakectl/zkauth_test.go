@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
@@ -40,7 +40,7 @@ func TestZKAuthFile(t *testing.T) {
 	if rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", "/authed", "--zk-auth-file", file, "--zk-worker-auth-file", wfile, "--new-fleet"}, &out, &errb); rc != exitOK {
 		t.Fatalf("init --zk-auth-file: rc %d, %s", rc, errb.String())
 	}
-	conn, err := coordinator.Dial([]string{zs.Addr()}, "", 5*time.Second, nil)
+	conn, err := zkconn.Dial([]string{zs.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

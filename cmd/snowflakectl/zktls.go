@@ -7,16 +7,16 @@ import (
 	"os"
 	"strings"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // zkTLSFlags are snowflaked's --zk-tls-* flags, for an ensemble that
 // serves its secureClientPort only; each defaults from the environment
 // variable snowflaked reads for it.
-type zkTLSFlags struct{ files coordinator.ZKTLS }
+type zkTLSFlags struct{ files zkconn.TLS }
 
-// zkTLSFlagName is the flag of a coordinator.ZKTLS field.
+// zkTLSFlagName is the flag of a zkconn.TLS field.
 func zkTLSFlagName(field string) string {
 	switch field {
 	case "CertFile":

@@ -77,9 +77,3 @@ func (h *httpIDs) addActor(g *oklog.Group, srv *worker.Server, side *tlsSide, dr
 		_ = h.srv.Shutdown(ctx)
 	})
 }
-
-func (h *httpIDs) close() {
-	if h != nil {
-		h.ln.Close()
-	}
-}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/worker"
 )
 
@@ -98,13 +99,13 @@ type daemon struct {
 	ids *httpIDs
 }
 
-func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
+func newDaemon(o *options, log hclog.Logger) (_ *daemon, err error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
 	cc, wc := o.coord, o.worker
 	cc.Version, wc.Version = buildVersion(), buildVersion()
-	cc.Kind, cc.Program = coordinator.KindWorker, "snowflaked"
+	cc.Kind, cc.Program = zklayout.KindWorker, "snowflaked"
 	// Made only for a valid configuration: the chaos build's clock logs
 	// and watches a file.
 	clock, err := newClock(log)
@@ -113,6 +114,16 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 	}
 	cc.Clock = clock
 
+	// Every port bound is closed again when a later step fails, so that a
+	// restart can bind it.
+	var bound []io.Closer
+	defer func() {
+		if err != nil {
+			for _, c := range bound {
+				c.Close()
+			}
+		}
+	}()
 	// --listen "" turns the plaintext ID port off (validate: only with
 	// --tls-listen), so mutual TLS cannot be bypassed on it.
 	var ln net.Listener
@@ -120,33 +131,28 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 		if ln, err = net.Listen("tcp", wc.Listen); err != nil {
 			return nil, fmt.Errorf("listen --listen %s: %w", wc.Listen, err)
 		}
-	}
-	closeLn := func() {
-		if ln != nil {
-			ln.Close()
-		}
+		bound = append(bound, ln)
 	}
 	httpLn, err := net.Listen("tcp", o.http)
 	if err != nil {
-		closeLn()
 		return nil, fmt.Errorf("listen --http %s: %w", o.http, err)
 	}
+	bound = append(bound, httpLn)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
 	side, err := newTLSSide(&o.tls, log, reg)
 	if err != nil {
-		closeLn()
-		httpLn.Close()
 		return nil, err
+	}
+	if side.ln != nil {
+		bound = append(bound, side.ln)
 	}
 	ids, err := listenHTTPIDs(o, side)
 	if err != nil {
-		closeLn()
-		httpLn.Close()
-		if side.ln != nil {
-			side.ln.Close()
-		}
 		return nil, err
+	}
+	if ids != nil {
+		bound = append(bound, ids.ln)
 	}
 	// Published only once the ports are bound, so :0 advertises the real
 	// port: the plaintext one, or the TLS one when it is the only one.
@@ -163,41 +169,35 @@ func newDaemon(o *options, log hclog.Logger) (*daemon, error) {
 		wc.Listen = ln.Addr().String()
 	}
 	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
-	var fleet *coordinator.Fleet
-	if err == nil {
-		fleet, err = coordinator.NewFleet(coord, reg)
+	if err != nil {
+		return nil, err
 	}
-	if err == nil {
-		err = coordinator.RegisterConfigMetrics(cc, reg)
+	fleet, err := coordinator.NewFleet(coord, reg)
+	if err != nil {
+		return nil, err
 	}
-	if err == nil {
-		var srv *worker.Server
-		srv, err = worker.New(wc, coord, log.Named("worker"), reg)
-		if err == nil {
-			log.Info("starting", "version", cc.Version, "listen", wc.Listen, "http", httpLn.Addr().String(),
-				"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
-			d := &daemon{
-				log: log, ln: ln, httpLn: srv.AdminListener(httpLn), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout,
-				shutdownDelay: o.shutdownDelay, tls: side, ids: ids,
-				httpSrv: srv.AdminServer(srv.Handler(reg)),
-			}
-			// Always there: SIGHUP's default action would kill the worker
-			// with no drain and no release.
-			d.pw = &passwords{path: o.requirepassFile, tokenPath: o.httpTokenFile, srv: srv, log: log}
-			if o.requirepassFile != "" {
-				srv.SetPasswords(o.passwords)
-			}
-			srv.SetHTTPTokens(o.httpTokens)
-			return d, nil
-		}
+	if err := coordinator.RegisterConfigMetrics(cc, reg); err != nil {
+		return nil, err
 	}
-	closeLn()
-	httpLn.Close()
-	ids.close()
-	if side.ln != nil {
-		side.ln.Close()
+	srv, err := worker.New(wc, coord, log.Named("worker"), reg)
+	if err != nil {
+		return nil, err
 	}
-	return nil, err
+	log.Info("starting", "version", cc.Version, "listen", wc.Listen, "http", httpLn.Addr().String(),
+		"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
+	d := &daemon{
+		log: log, ln: ln, httpLn: srv.AdminListener(httpLn), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout,
+		shutdownDelay: o.shutdownDelay, tls: side, ids: ids,
+		httpSrv: srv.AdminServer(srv.Handler(reg)),
+	}
+	// Always there: SIGHUP's default action would kill the worker with no
+	// drain and no release.
+	d.pw = &passwords{path: o.requirepassFile, tokenPath: o.httpTokenFile, srv: srv, log: log}
+	if o.requirepassFile != "" {
+		srv.SetPasswords(o.passwords)
+	}
+	srv.SetHTTPTokens(o.httpTokens)
+	return d, nil
 }
 
 // run is the one oklog/run group. Interrupts run in the order the actors

@@ -21,6 +21,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -197,7 +199,7 @@ func initDaemonRoot(t *testing.T, env, args []string) {
 	if servers == "" {
 		return
 	}
-	files := coordinator.ZKTLS{CertFile: get("zk-tls-cert-file"), KeyFile: get("zk-tls-key-file"), CACertFile: get("zk-tls-ca-cert-file")}
+	files := zkconn.TLS{CertFile: get("zk-tls-cert-file"), KeyFile: get("zk-tls-key-file"), CACertFile: get("zk-tls-ca-cert-file")}
 	fleettest.InitFleet(t, strings.Split(servers, ","), get("zk-root"), get("zk-auth"), files)
 }
 
@@ -312,7 +314,7 @@ func TestDaemon(t *testing.T) {
 
 	// Hold every other slot of datacenter 5, so that a second worker must
 	// stand by for A's.
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +324,7 @@ func TestDaemon(t *testing.T) {
 		if s.String() == stA.Slot {
 			continue
 		}
-		if _, err := conn.Create(coordinator.LeasePrefix(root, s), []byte(`{"addr":"placeholder:1"}`),
+		if _, err := conn.Create(zklayout.LeasePrefix(root, s), []byte(`{"addr":"placeholder:1"}`),
 			zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatalf("hold %v: %v", s, err)
 		}
@@ -350,7 +352,7 @@ func TestDaemon(t *testing.T) {
 		t.Fatalf("SIGTERM: exit %d, want 0:\n%s", code, a.out.String())
 	}
 	stopped := time.Now()
-	ok, _, err := conn.Exists(coordinator.LeasesPath(root) + "/" + stA.LeaseNode)
+	ok, _, err := conn.Exists(zklayout.LeasesPath(root) + "/" + stA.LeaseNode)
 	if err != nil || ok {
 		t.Fatalf("lease node %s still there after exit (%v)", stA.LeaseNode, err)
 	}

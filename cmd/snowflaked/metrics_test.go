@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -171,7 +172,7 @@ func initFleetRoot(t *testing.T, addr, root, ranges string) coordinator.DCSet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := coordinator.Dial([]string{addr}, "", 5*time.Second, hclog.NewNullLogger())
+	conn, err := zkconn.Dial([]string{addr}, "", 5*time.Second, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -70,11 +71,11 @@ func TestSlotsPage(t *testing.T) {
 	// and the rest of the map still drawn.
 	damaged := snowflake.Slot{Datacenter: 31, Machine: 29}
 	{
-		conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
+		conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := conn.Set(coordinator.SlotPath(root, damaged), []byte("reserved_until_ms=1"), -1); err != nil {
+		if _, err := conn.Set(zklayout.SlotPath(root, damaged), []byte("reserved_until_ms=1"), -1); err != nil {
 			t.Fatalf("overwrite %s: %v", damaged, err)
 		}
 		conn.Close()
@@ -98,7 +99,7 @@ func TestSlotsPage(t *testing.T) {
 	}
 	// A slot whose last holder is gone but whose reservation is an hour
 	// ahead: a successor would wait it out.
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestSlotsPage(t *testing.T) {
 	}
 	rec := fmt.Sprintf(`{"reserved_until_ms":%d,"last_ms":%d,"holder":"_c_gone-%s-0000000009","updated_ms":%d}`,
 		time.Now().Add(time.Hour).UnixMilli(), time.Now().UnixMilli(), cooling, time.Now().UnixMilli())
-	if _, err := conn.Set(coordinator.SlotPath(root, cooling), []byte(rec), -1); err != nil {
+	if _, err := conn.Set(zklayout.SlotPath(root, cooling), []byte(rec), -1); err != nil {
 		t.Fatalf("set %s: %v", cooling, err)
 	}
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
@@ -48,7 +49,7 @@ func TestPlaintextPortOff(t *testing.T) {
 	if err != nil || !strings.HasPrefix(line, ":") {
 		t.Fatalf("NEXTID over TLS: %q, %v", line, err)
 	}
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

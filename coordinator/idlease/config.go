@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -14,7 +15,7 @@ import (
 // Validate; only the lease node's kind is fixed: embedded.
 type Config struct {
 	// Config is the coordinator's configuration. Kind must be
-	// coordinator.KindEmbedded or "" (made so by New); Program names this
+	// zklayout.KindEmbedded or "" (made so by New); Program names this
 	// program in the lease node ("" = the executable's base name);
 	// Advertise must be empty: an embedded lease serves no ID requests.
 	coordinator.Config
@@ -24,7 +25,7 @@ type Config struct {
 // embedded, the program named after the executable.
 func DefaultConfig() Config {
 	c := coordinator.DefaultConfig()
-	c.Kind = coordinator.KindEmbedded
+	c.Kind = zklayout.KindEmbedded
 	c.Program = programName()
 	return Config{Config: c}
 }
@@ -32,7 +33,7 @@ func DefaultConfig() Config {
 // Validate names the first field that is out of range, as a
 // *snowflake.ConfigError: the coordinator's checks, and Kind embedded.
 func (c Config) Validate() error {
-	if c.Kind != "" && c.Kind != coordinator.KindEmbedded {
+	if c.Kind != "" && c.Kind != zklayout.KindEmbedded {
 		return &snowflake.ConfigError{Field: "Kind", Value: c.Kind,
 			Reason: `must be "embedded" (or empty) for an embedded lease; a worker is snowflaked`}
 	}
@@ -41,7 +42,7 @@ func (c Config) Validate() error {
 
 // withDefaults fills what New fills: the kind, and the program's name.
 func (c Config) withDefaults() Config {
-	c.Kind = coordinator.KindEmbedded
+	c.Kind = zklayout.KindEmbedded
 	if c.Program == "" {
 		c.Program = programName()
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestEmbeddedConfig(t *testing.T) {
 	d := DefaultConfig()
 	cd := coordinator.DefaultConfig()
-	if d.Kind != coordinator.KindEmbedded || d.Program == "" || d.SessionTimeout != cd.SessionTimeout ||
+	if d.Kind != zklayout.KindEmbedded || d.Program == "" || d.SessionTimeout != cd.SessionTimeout ||
 		d.Horizon != cd.Horizon || d.Datacenter != cd.Datacenter || d.Root != cd.Root {
 		t.Fatalf("DefaultConfig %+v: want the coordinator's defaults with kind embedded and a program", d)
 	}
@@ -30,7 +31,7 @@ func TestEmbeddedConfig(t *testing.T) {
 		field string
 		edit  func(*Config)
 	}{
-		{"Kind", func(c *Config) { c.Kind = coordinator.KindWorker }},
+		{"Kind", func(c *Config) { c.Kind = zklayout.KindWorker }},
 		{"Advertise", func(c *Config) { c.Advertise = "10.0.0.5:7609" }},
 		{"Datacenter", func(c *Config) { c.Datacenter = 32 }},
 		{"Horizon", func(c *Config) { c.Horizon = c.Renew }},
@@ -54,7 +55,7 @@ func TestEmbeddedConfig(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("empty kind and program: %v; want them filled", err)
 	}
-	if w := c.withDefaults(); w.Kind != coordinator.KindEmbedded || w.Program == "" {
+	if w := c.withDefaults(); w.Kind != zklayout.KindEmbedded || w.Program == "" {
 		t.Fatalf("withDefaults %q %q", w.Kind, w.Program)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -43,7 +45,7 @@ func (w testWriter) Write(p []byte) (int, error) { w.t.Logf("%s", p); return len
 // dial is an observer's session on addr.
 func dial(t testing.TB, addr string) *zk.Conn {
 	t.Helper()
-	conn, err := coordinator.Dial([]string{addr}, "", 5*time.Second, nil)
+	conn, err := zkconn.Dial([]string{addr}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func block(t testing.TB, conn *zk.Conn, root string, m int) {
 			continue
 		}
 		s := snowflake.Slot{Datacenter: testDC, Machine: mc}
-		name := fmt.Sprintf("%s/_c_%032d-%s-", coordinator.LeasesPath(root), mc, s)
+		name := fmt.Sprintf("%s/_c_%032d-%s-", zklayout.LeasesPath(root), mc, s)
 		if _, err := conn.Create(name, []byte(`{"kind":"worker"}`), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -292,7 +293,7 @@ func TestEmbeddedKindInSlotMap(t *testing.T) {
 	initRoot(t, obs, "/kinds")
 	e := openLease(t, testConfig("/kinds", zs.Addr()), "embedded")
 	wcfg := testConfig("/kinds", zs.Addr()).Config
-	wcfg.Kind, wcfg.Program, wcfg.Advertise = coordinator.KindWorker, "snowflaked", "127.0.0.1:7609"
+	wcfg.Kind, wcfg.Program, wcfg.Advertise = zklayout.KindWorker, "snowflaked", "127.0.0.1:7609"
 	reg := prometheus.NewRegistry()
 	w, err := coordinator.New(wcfg, testLogger(t, "worker"), reg)
 	if err != nil {
@@ -315,14 +316,14 @@ func TestEmbeddedKindInSlotMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	es, _ := e.Slot()
-	kinds := map[string]coordinator.LeaseInfo{}
+	kinds := map[string]zklayout.LeaseInfo{}
 	for _, li := range m.Leases {
 		kinds[li.Kind] = li
 	}
-	if li := kinds[coordinator.KindEmbedded]; li.Slot != es || li.Program != "idlease-test" || li.Addr != "" || li.Serves() {
+	if li := kinds[zklayout.KindEmbedded]; li.Slot != es || li.Program != "idlease-test" || li.Addr != "" || li.Serves() {
 		t.Fatalf("embedded lease node read as %+v; want slot %s, program idlease-test, no address, serving nothing", li, es)
 	}
-	if li := kinds[coordinator.KindWorker]; li.Program != "snowflaked" || li.Addr != wcfg.Advertise || !li.Serves() {
+	if li := kinds[zklayout.KindWorker]; li.Program != "snowflaked" || li.Addr != wcfg.Advertise || !li.Serves() {
 		t.Fatalf("worker lease node read as %+v; want program snowflaked at %s, serving", li, wcfg.Advertise)
 	}
 	waitFor(t, 10*time.Second, "the fleet gauges count both leases", func() bool {

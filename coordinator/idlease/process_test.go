@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -142,7 +143,7 @@ type successor struct {
 func startSuccessor(t *testing.T, root string, servers ...string) *successor {
 	t.Helper()
 	cfg := testConfig(root, servers...).Config
-	cfg.Kind, cfg.Program, cfg.Advertise = coordinator.KindWorker, "snowflaked", "127.0.0.1:7609"
+	cfg.Kind, cfg.Program, cfg.Advertise = zklayout.KindWorker, "snowflaked", "127.0.0.1:7609"
 	c, err := coordinator.New(cfg, testLogger(t, "successor"), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -25,7 +26,7 @@ type Config struct {
 	// ZKTLS names the PEM files for ZooKeeper's secureClientPort, as the
 	// workers' --zk-tls-* flags (coordinator.Config.TLS); Servers must then
 	// list the secure ports.
-	ZKTLS coordinator.ZKTLS
+	ZKTLS zkconn.TLS
 	// SessionTimeout is the ZooKeeper session timeout of the discovery
 	// session.
 	SessionTimeout time.Duration
@@ -92,7 +93,7 @@ type Config struct {
 // Servers and Static are left empty.
 func DefaultConfig() Config {
 	return Config{
-		Root:           coordinator.DefaultRoot,
+		Root:           zklayout.DefaultRoot,
 		SessionTimeout: 10 * time.Second,
 		PoolSize:       4,
 		IdleTimeout:    time.Minute,
@@ -133,7 +134,7 @@ func (c Config) Validate() error {
 		}
 	}
 	switch {
-	case len(c.Servers) > 0 && !coordinator.ValidRoot(c.Root):
+	case len(c.Servers) > 0 && !zklayout.ValidRoot(c.Root):
 		return bad("Root", c.Root, "is not an absolute znode path such as /snowflake (not /, no trailing /)")
 	case len(c.Servers) > 0 && c.SessionTimeout < 100*time.Millisecond:
 		return bad("SessionTimeout", c.SessionTimeout, "must be at least 100ms")

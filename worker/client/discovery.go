@@ -7,11 +7,12 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 func dialZK(cfg Config, log hclog.Logger) (*zk.Conn, error) {
-	conn, err := coordinator.DialTLS(cfg.Servers, cfg.Auth, cfg.ZKTLS, cfg.SessionTimeout, log.Named("zk"))
+	conn, err := zkconn.DialTLS(cfg.Servers, cfg.Auth, cfg.ZKTLS, cfg.SessionTimeout, log.Named("zk"))
 	if err != nil {
 		return nil, fmt.Errorf("client: open zookeeper session: %w", err)
 	}
@@ -26,10 +27,10 @@ func dialZK(cfg Config, log hclog.Logger) (*zk.Conn, error) {
 // outage.
 func (c *Client) discover(ctx context.Context) {
 	defer close(c.done)
-	for leases := range coordinator.WatchLeases(ctx, c.zk, c.cfg.Root) {
+	for leases := range zklayout.WatchLeases(ctx, c.zk, c.cfg.Root) {
 		ts := make([]target, 0, len(leases))
 		for _, l := range leases {
-			if l.Kind == coordinator.KindEmbedded {
+			if l.Kind == zklayout.KindEmbedded {
 				continue
 			}
 			if !l.Serves() {

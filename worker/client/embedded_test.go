@@ -10,8 +10,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/idlease"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker/client/fleettest"
@@ -24,7 +25,7 @@ import (
 func TestEmbeddedLeaseNotDiscovered(t *testing.T) {
 	zks := zktest.Start(t)
 	root := "/embedded-discovery"
-	fleettest.InitFleet(t, []string{zks.Addr()}, root, "", coordinator.ZKTLS{})
+	fleettest.InitFleet(t, []string{zks.Addr()}, root, "", zkconn.TLS{})
 	ecfg := idlease.DefaultConfig()
 	ecfg.Servers, ecfg.Root, ecfg.SessionTimeout = []string{zks.Addr()}, root, 2*time.Second
 	ecfg.Insecure = true
@@ -35,22 +36,22 @@ func TestEmbeddedLeaseNotDiscovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lease.Close()
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	node := func(guid int, s snowflake.Slot, kind, addr string) {
 		data, _ := json.Marshal(map[string]string{"addr": addr, "kind": kind})
-		if _, err := conn.Create(coordinator.LeasesPath(root)+"/_c_"+fmtGUID(guid)+"-"+s.String()+"-", data,
+		if _, err := conn.Create(zklayout.LeasesPath(root)+"/_c_"+fmtGUID(guid)+"-"+s.String()+"-", data,
 			zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	embSlot, workerSlot := snowflake.Slot{Datacenter: 30, Machine: 1}, snowflake.Slot{Datacenter: 30, Machine: 2}
 	embAddr, workerAddr := rogue(t, embSlot), rogue(t, workerSlot)
-	node(1, embSlot, coordinator.KindEmbedded, embAddr)
-	node(2, workerSlot, coordinator.KindWorker, workerAddr)
+	node(1, embSlot, zklayout.KindEmbedded, embAddr)
+	node(2, workerSlot, zklayout.KindWorker, workerAddr)
 	cfg := DefaultConfig()
 	cfg.Servers, cfg.Root, cfg.SessionTimeout = []string{zks.Addr()}, root, 2*time.Second
 	c, _ := newTestClient(t, cfg)

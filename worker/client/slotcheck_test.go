@@ -14,7 +14,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker/client/fleettest"
@@ -65,15 +66,15 @@ func rogue(t *testing.T, s snowflake.Slot) string {
 func TestForgedLeaseNodeDropped(t *testing.T) {
 	zks := zktest.Start(t)
 	root := "/forged"
-	fleettest.InitFleet(t, []string{zks.Addr()}, root, "", coordinator.ZKTLS{})
-	conn, err := coordinator.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	fleettest.InitFleet(t, []string{zks.Addr()}, root, "", zkconn.TLS{})
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	forgedSlot, realSlot := snowflake.Slot{Datacenter: 1, Machine: 1}, snowflake.Slot{Datacenter: 2, Machine: 2}
 	data, _ := json.Marshal(map[string]string{"addr": rogue(t, realSlot)})
-	if _, err := conn.Create(coordinator.LeasesPath(root)+"/_c_00000000000000000000000000000000-"+forgedSlot.String()+"-", data,
+	if _, err := conn.Create(zklayout.LeasesPath(root)+"/_c_00000000000000000000000000000000-"+forgedSlot.String()+"-", data,
 		zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestForgedLeaseNodeDropped(t *testing.T) {
 	// A server answering the slot its lease node names is served.
 	good := snowflake.Slot{Datacenter: 3, Machine: 3}
 	data, _ = json.Marshal(map[string]string{"addr": rogue(t, good)})
-	if _, err := conn.Create(coordinator.LeasesPath(root)+"/_c_00000000000000000000000000000001-"+good.String()+"-", data,
+	if _, err := conn.Create(zklayout.LeasesPath(root)+"/_c_00000000000000000000000000000001-"+good.String()+"-", data,
 		zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}

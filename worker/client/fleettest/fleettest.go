@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zktest"
 )
 
@@ -170,7 +170,7 @@ func startOnce(t testing.TB, bin string, opts Options) *Worker {
 		args = append(args, "--horizon", opts.Horizon.String())
 	}
 	args = InsecureUnlessAuth(append(args, opts.Args...), opts.Env)
-	InitFleet(t, strings.Split(opts.ZK, ","), opts.Root, FlagValue(opts.Args, "--zk-auth"), coordinator.ZKTLS{})
+	InitFleet(t, strings.Split(opts.ZK, ","), opts.Root, FlagValue(opts.Args, "--zk-auth"), zkconn.TLS{})
 	logf, err := os.CreateTemp(t.TempDir(), "snowflaked-*.log")
 	if err != nil {
 		t.Fatalf("fleettest: %v", err)

@@ -6,20 +6,22 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 // InitFleet makes root on servers as `snowflakectl init --new-fleet` does
 // (every datacenter, the default horizon bound, a 10 s skew bound), unless a root is there already
 // (whatever it holds: the test may be about it). Workers never make their
 // root, so a test starts its fleet with this.
-func InitFleet(t testing.TB, servers []string, root, auth string, tls coordinator.ZKTLS) {
+func InitFleet(t testing.TB, servers []string, root, auth string, tls zkconn.TLS) {
 	t.Helper()
 	if root == "" {
-		root = coordinator.DefaultRoot
+		root = zklayout.DefaultRoot
 	}
 	// A test of a worker without a reachable ZooKeeper has no root to
 	// make: say so and leave it to the test.
-	conn, err := coordinator.DialTLS(servers, auth, tls, 5*time.Second, nil)
+	conn, err := zkconn.DialTLS(servers, auth, tls, 5*time.Second, nil)
 	if err != nil {
 		t.Logf("fleettest: no root made at %s: %v", root, err)
 		return

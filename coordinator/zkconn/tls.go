@@ -1,4 +1,4 @@
-package coordinator
+package zkconn
 
 import (
 	"context"
@@ -19,13 +19,13 @@ import (
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
-// ErrZKTLSFiles: a ZooKeeper TLS certificate, key or CA file is missing,
+// ErrTLSFiles: a ZooKeeper TLS certificate, key or CA file is missing,
 // unreadable, not PEM, or the certificate does not match the key.
-var ErrZKTLSFiles = errors.New("bad ZooKeeper TLS files")
+var ErrTLSFiles = errors.New("bad ZooKeeper TLS files")
 
-// ZKTLS names the PEM files of a TLS connection to ZooKeeper's
+// TLS names the PEM files of a TLS connection to ZooKeeper's
 // secureClientPort. TLS is on when any is set.
-type ZKTLS struct {
+type TLS struct {
 	// CertFile and KeyFile are the client certificate and key presented to
 	// the server (ZooKeeper's default ssl.clientAuth=need asks for one);
 	// both or neither.
@@ -36,27 +36,27 @@ type ZKTLS struct {
 }
 
 // Enabled: TLS was asked for.
-func (z ZKTLS) Enabled() bool { return z.CertFile != "" || z.KeyFile != "" || z.CACertFile != "" }
+func (z TLS) Enabled() bool { return z.CertFile != "" || z.KeyFile != "" || z.CACertFile != "" }
 
 // Validate loads the files, as a connection would. An error is a
 // *snowflake.ConfigError naming the field as prefix+"CertFile" (KeyFile,
-// CACertFile) and wrapping ErrZKTLSFiles; Config.Validate's prefix is
-// "TLS.".
-func (z ZKTLS) Validate(prefix string) error {
+// CACertFile) and wrapping ErrTLSFiles; coordinator.Config.Validate's
+// prefix is "TLS.".
+func (z TLS) Validate(prefix string) error {
 	_, err := z.load(prefix)
 	return err
 }
 
 // load reads the files into a client config (the server name is set per
 // dial, from the address dialed); errors as Validate's.
-func (z ZKTLS) load(prefix string) (*tls.Config, error) {
+func (z TLS) load(prefix string) (*tls.Config, error) {
 	bad := func(field, value, reason string, err error) error {
-		ce := &snowflake.ConfigError{Field: prefix + field, Reason: reason, Err: ErrZKTLSFiles}
+		ce := &snowflake.ConfigError{Field: prefix + field, Reason: reason, Err: ErrTLSFiles}
 		if value != "" {
 			ce.Value = value
 		}
 		if err != nil {
-			ce.Err = fmt.Errorf("%w: %w", ErrZKTLSFiles, err)
+			ce.Err = fmt.Errorf("%w: %w", ErrTLSFiles, err)
 		}
 		return ce
 	}
@@ -94,7 +94,7 @@ func (z ZKTLS) load(prefix string) (*tls.Config, error) {
 }
 
 // stamp is the files' mtimes and sizes: what a reload looks for.
-func (z ZKTLS) stamp() string { return FilesStamp(z.CertFile, z.KeyFile, z.CACertFile) }
+func (z TLS) stamp() string { return FilesStamp(z.CertFile, z.KeyFile, z.CACertFile) }
 
 // FilesStamp is the mtimes and sizes of the files at paths ("" skipped, a
 // missing one named as such): two stamps differ once any file changed, which
@@ -122,7 +122,7 @@ func FilesStamp(paths ...string) string {
 // do not load (half-written, mismatched) are logged, and the ones in force
 // stay.
 type zkDialer struct {
-	files ZKTLS
+	files TLS
 	log   hclog.Logger
 	// handshakeTimeout is the session timeout: see dial.
 	handshakeTimeout time.Duration
@@ -149,7 +149,7 @@ func (d *zkDialer) failed(address string, err error) {
 	d.log.Warn("zookeeper tls handshake failed", "server", address, "error", err)
 }
 
-func newZKDialer(files ZKTLS, sessionTimeout time.Duration, log hclog.Logger) (*zkDialer, error) {
+func newZKDialer(files TLS, sessionTimeout time.Duration, log hclog.Logger) (*zkDialer, error) {
 	stamp := files.stamp()
 	cfg, err := files.load("TLS.")
 	if err != nil {
@@ -207,7 +207,7 @@ func (d *zkDialer) dial(network, address string, timeout time.Duration) (net.Con
 }
 
 // dialOption is go-zookeeper's dialer option for files; nil without TLS.
-func dialOption(files ZKTLS, sessionTimeout time.Duration, log hclog.Logger) (func(*zk.Conn), error) {
+func dialOption(files TLS, sessionTimeout time.Duration, log hclog.Logger) (func(*zk.Conn), error) {
 	if !files.Enabled() {
 		return nil, nil
 	}

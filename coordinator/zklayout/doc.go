@@ -1,0 +1,9 @@
+// Package zklayout is the read-only side of a fleet's znode layout: where
+// the nodes are (DefaultRoot, ValidRoot, LeasesPath, SlotsPath, SlotPath,
+// LeasePrefix), what a lease node's name and JSON say (ParseLeaseName,
+// LeaseSeqBefore, Holders, LeaseData, the kinds), and the live leases read
+// from them (ReadLeases, WatchLeases, LeaseInfo). The layout as a whole,
+// with the root and slot nodes' JSON, is described in package coordinator,
+// which writes it; this package is what a reader needs, so the public client
+// (worker/client) discovers workers without compiling the lease protocol.
+package zklayout
