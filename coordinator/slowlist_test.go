@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // Against a slow ZooKeeper (every answer 2 s late) with a standby waiting,

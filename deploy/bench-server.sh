@@ -63,7 +63,7 @@ if [ "${PIN:-1}" != 0 ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]
 	SRV=(taskset -c 1) CLI=(taskset -c 0)
 fi
 
-# ZooKeeper, standalone, as coordinator/zktest runs it.
+# ZooKeeper, standalone, as integration/zktest runs it.
 zkport=$(freeport)
 mkdir -p "$work/zk"
 cat >"$work/zoo.cfg" <<EOF

@@ -11,7 +11,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # The one list of packages the tests need (.ci/run and make check both come here).
-#   zookeeper      the server coordinator/zktest starts (brings java in)
+#   zookeeper      the server integration/zktest starts (brings java in)
 #   redis-tools    redis-cli and redis-benchmark, the real clients of the RESP tests
 #   redis-server   Redis itself, the baseline of make bench-server
 #   debootstrap    the ZooKeeper image the integration suite builds (make up too)

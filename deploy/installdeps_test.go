@@ -14,7 +14,7 @@ import (
 // needed are the Debian packages the tests and the chaos suite use, and
 // what for. A package leaves this list only with the last test using it.
 var needed = map[string]string{
-	"zookeeper":     "the server coordinator/zktest starts for every ZooKeeper test",
+	"zookeeper":     "the server integration/zktest starts for every ZooKeeper test",
 	"redis-tools":   "redis-cli and redis-benchmark, real clients of the RESP tests and make bench-server",
 	"redis-server":  "the Redis baseline of make bench-server",
 	"debootstrap":   "the ZooKeeper and Prometheus images the chaos suite and make up build offline",

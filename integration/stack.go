@@ -17,7 +17,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // Timings of the stack under test, passed to the compose file. The session

@@ -19,8 +19,8 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
-	"github.com/snowfleet/snowfleet/worker/client/fleettest"
+	"github.com/snowfleet/snowfleet/integration/fleettest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // testWorker is a server on a loopback port, taking IDs from a lease (a

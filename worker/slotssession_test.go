@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // consRE is one connection of ZooKeeper's cons: its requests received and

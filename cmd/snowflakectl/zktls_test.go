@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // Against an ensemble's secureClientPort, init, fleets and slots work with

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 var metricName = regexp.MustCompile(`\bsnowflake_[a-z0-9_]+`)

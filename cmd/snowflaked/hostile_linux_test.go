@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // SNOWFLEET_HOSTILE_KINDS, digits 0-6, runs only those kinds of attack

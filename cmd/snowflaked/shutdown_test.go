@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // TestShutdownDelay runs the binary with --shutdown-delay: after SIGTERM

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // SIGHUP without --requirepass-file is logged and ignored: its default

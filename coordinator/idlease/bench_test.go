@@ -9,7 +9,7 @@ import (
 
 	bwmarrin "github.com/bwmarrin/snowflake"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
-	"github.com/snowfleet/snowfleet/worker/client/fleettest"
+	"github.com/snowfleet/snowfleet/integration/fleettest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // TestHTTPIDsThroughBalancer draws IDs over HTTP (--http-ids, GET

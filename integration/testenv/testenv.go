@@ -23,7 +23,7 @@ import (
 )
 
 // ZooKeeperJar is the ZooKeeper server jar of Debian's zookeeper package,
-// what coordinator/zktest runs.
+// what integration/zktest runs.
 const ZooKeeperJar = "/usr/share/java/zookeeper.jar"
 
 // Python is the interpreter that has redis-py (Debian's python3-redis is

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
-	"github.com/snowfleet/snowfleet/worker/client/fleettest"
+	"github.com/snowfleet/snowfleet/integration/fleettest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // benchClient runs one real worker and a client of it.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
-	"github.com/snowfleet/snowfleet/worker/client/fleettest"
+	"github.com/snowfleet/snowfleet/integration/fleettest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // Item 6: a second Close waits for the first to finish: when it returns,

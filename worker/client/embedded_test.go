@@ -13,9 +13,9 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator/idlease"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/fleettest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
-	"github.com/snowfleet/snowfleet/worker/client/fleettest"
 )
 
 // Discovery never routes ID requests to an embedded lease: neither to a

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/worker/client/fleettest"
+	"github.com/snowfleet/snowfleet/integration/fleettest"
 )
 
 // Item 1: a caller that waited for a pooled connection longer than

@@ -9,8 +9,8 @@ import (
 
 	bw "github.com/bwmarrin/snowflake"
 
+	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/snowflake"
-	"github.com/snowfleet/snowfleet/worker/client/fleettest"
 )
 
 // BenchmarkPrefetch draws IDs one Next at a time, as an application

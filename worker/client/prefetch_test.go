@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/snowflake"
-	"github.com/snowfleet/snowfleet/worker/client/fleettest"
 )
 
 // TestPrefetchServesFromBuffer: with Prefetch, Next hands out IDs from

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/snowflake"
-	"github.com/snowfleet/snowfleet/worker/client/fleettest"
 )
 
 func TestConnRangeFraming(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
-	"github.com/snowfleet/snowfleet/coordinator/zktest"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // Package is the import path of the daemon that Binary builds.

@@ -1,5 +1,5 @@
 // Package fleettest runs real snowflaked workers for tests: it builds
 // cmd/snowflaked once per test binary and starts processes of it against a
-// ZooKeeper (usually coordinator/zktest), on free loopback ports. Tests of
+// ZooKeeper (usually integration/zktest), on free loopback ports. Tests of
 // clients and tools run against these, never against a fake worker.
 package fleettest
