@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/integration/zktest"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -81,7 +81,7 @@ func TestCrashLoopBlocksFewSlots(t *testing.T) {
 	start := time.Now()
 	most, restarts, served := 0, 0, 0
 	for time.Since(start) < run {
-		p := zktest.NewProxy(t, zs.Addr())
+		p := faultproxy.New(t, zs.Addr())
 		c := cfg
 		c.Servers = []string{p.Addr()}
 		w := startWorker(t, "w"+itoa(restarts), c, rec)

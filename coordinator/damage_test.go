@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/integration/zktest"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -82,7 +82,7 @@ func rootLayout(t testing.TB, conn *zk.Conn, root string) string {
 // snowflakectl repair's RepairSlots it starts above the old holder's last.
 func TestSlotNodeDeletedWhileHeld(t *testing.T) {
 	zs := startZK(t)
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	rec := newRecorder()
 	cfgA := pinned(testConfig(p.Addr()), testSlot)
 	cfgA.Renew, cfgA.Horizon = 3*time.Second, 3500*time.Millisecond // no renew between the edit and the kill
@@ -152,7 +152,7 @@ func TestSlotNodeDeletedWhileHeld(t *testing.T) {
 // starts above the old holder's last timestamp.
 func TestSlotsTreeDeletedWhileServing(t *testing.T) {
 	zs := startZK(t)
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	rec := newRecorder()
 	regB := prometheus.NewRegistry()
 	a := startWorker(t, "A", pinned(testConfig(p.Addr()), testSlot), rec)

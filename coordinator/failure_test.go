@@ -9,7 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/integration/zktest"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -100,7 +100,7 @@ func stopAll(ws []*worker) {
 // above everything the predecessor could have issued (its confirmed ceiling).
 func TestCrashedHolder(t *testing.T) {
 	zs := startZK(t)
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	rec := newRecorder()
 	a := startWorker(t, "A", pinned(testConfig(p.Addr()), testSlot), rec)
 	a.waitReady(10 * time.Second)
@@ -133,7 +133,7 @@ func TestCrashedHolder(t *testing.T) {
 // queued writes (resent on its new session) do not land.
 func TestPartitionedHolder(t *testing.T) {
 	zs := startZK(t)
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	rec := newRecorder()
 	// The same address three times: go-zookeeper then resends queued calls
 	// on the new session after expiry, which only the fence stops.
@@ -207,7 +207,7 @@ func TestZooKeeperRestart(t *testing.T) {
 // stored reservation as it was: the successor waits it out.
 func TestReleaseBoundedWhenUnreachable(t *testing.T) {
 	zs := startZK(t)
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	rec := newRecorder()
 	cfg := pinned(testConfig(p.Addr()), testSlot)
 	a := startWorker(t, "A", cfg, rec)

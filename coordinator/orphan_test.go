@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/integration/zktest"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 )
 
 // A lease create queued during a partition that outlives the session is
@@ -17,7 +17,7 @@ import (
 // new session lives.
 func TestOrphanFromResentCreate(t *testing.T) {
 	zs := startZK(t)
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	obs := observer(t, zs.Addr())
 	h := startWorker(t, "H", pinned(testConfig(zs.Addr()), testSlot), nil)
 	h.waitReady(10 * time.Second)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/integration/zktest"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -45,7 +45,7 @@ func TestRestoreFromBackup(t *testing.T) {
 
 	z := snowflake.Slot{Datacenter: 9, Machine: 9}
 	rec := newRecorder()
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	cfgC := pinned(testConfig(p.Addr()), z)
 	cfgC.Horizon, cfgC.StandbyHorizon, cfgC.MaxClockLead = 8*time.Second, 0, time.Second
 	c := startWorker(t, "C", cfgC, rec)

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/integration/zktest"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -83,7 +83,7 @@ func TestWorkerNeverMakesRoot(t *testing.T) {
 // successor then issued the zombie's IDs again.)
 func TestRootMadeAgainAfterDataLoss(t *testing.T) {
 	zs := startZK(t)
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	rec := newRecorder()
 	cfgA := pinned(testConfig(p.Addr()), testSlot)
 	cfgA.Horizon = 3 * time.Second

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -121,7 +122,7 @@ func TestNoCallAfterCancel(t *testing.T) {
 // the holder was in.
 func TestShutdownBoundedWhenUnreachable(t *testing.T) {
 	zs := startZK(t)
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	cfg := pinned(testConfig(p.Addr(), p.Addr(), p.Addr()), testSlot)
 	w := startWorker(t, "W", cfg, newRecorder())
 	w.waitReady(10 * time.Second)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
@@ -240,7 +241,7 @@ func TestSimChurn(t *testing.T) {
 	obs := observer(t, zs.Addr())
 	type member struct {
 		c      *Coordinator
-		p      *zktest.Proxy
+		p      *faultproxy.Proxy
 		cancel context.CancelFunc
 	}
 	var wg sync.WaitGroup
@@ -248,7 +249,7 @@ func TestSimChurn(t *testing.T) {
 	defer func() { cancel(); wg.Wait() }()
 	n := 0
 	start := func() member {
-		p := zktest.NewProxy(t, zs.Addr())
+		p := faultproxy.New(t, zs.Addr())
 		c := cfg
 		c.Servers = []string{p.Addr()}
 		co, err := New(c, log.Named(fmt.Sprintf("c%04d", n)), nil)

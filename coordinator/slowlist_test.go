@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/snowfleet/snowfleet/integration/zktest"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 )
 
 // Against a slow ZooKeeper (every answer 2 s late) with a standby waiting,
@@ -19,7 +19,7 @@ import (
 // answer: the clock passed the ceiling for about 1 s every cycle.
 func TestSlowStandbyListingKeepsCeiling(t *testing.T) {
 	zs := startZK(t)
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	obs := observer(t, zs.Addr())
 	cfg := pinned(testConfig(p.Addr()), testSlot)
 	cfg.SessionTimeout = 6 * time.Second // a call may take 3 s

@@ -8,7 +8,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/integration/zktest"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -123,7 +123,7 @@ func TestStandbyOfOtherDatacenterIgnored(t *testing.T) {
 // the successor starts above everything the crashed holder issued.
 func TestStandbyTakesCrashedSlotFast(t *testing.T) {
 	zs := startZK(t)
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	rec := newRecorder()
 	cfg := pinned(standbyConfig(p.Addr()), testSlot)
 	cfg.Horizon = 8 * time.Second

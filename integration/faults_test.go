@@ -90,7 +90,7 @@ func zkSlow(e env) result {
 	const delay = 350 * time.Millisecond
 	gw, err := gateway(e.ctx, e.st.Network("zk"))
 	e.must(err, "the zk network's gateway")
-	px, err := StartDelayProxy(gw, 3, func(i int) (string, error) { return e.st.zkPublished(e.ctx, i) })
+	px, err := e.st.startZKProxies(e.ctx, gw, 3)
 	e.must(err, "start the delay proxy")
 	defer px.Close()
 	w := e.addWorker("the proxied worker", "SNOWFLAKE_ZK_CONNECT="+px.Addrs())

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -558,7 +559,7 @@ func testDrainTimeout(t *testing.T) {
 // testLeaseLost: cut off from ZooKeeper, the worker serves up to its
 // ceiling, then answers -NOLEASE and /readyz 503; healed, it serves again.
 func testLeaseLost(t *testing.T, zk *zktest.Server) {
-	proxy := zktest.NewProxy(t, zk.Addr())
+	proxy := faultproxy.New(t, zk.Addr())
 	// The connection stays open after a refusal, so that go-redis (no
 	// retries) reads each one; the close is TestCloseOnNoLease's.
 	w := startWorker(t, proxy.Addr(), true, func(c *Config) { c.CloseOnNoLease = false })

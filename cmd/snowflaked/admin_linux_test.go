@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
@@ -42,7 +43,7 @@ func TestAdminIdleConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	zks := zktest.Start(t)
-	proxy := zktest.NewProxy(t, zks.Addr())
+	proxy := faultproxy.New(t, zks.Addr())
 	d := startDaemon(t, limited, nil, "--zk", proxy.Addr(), "--zk-root", "/admin-idle",
 		"--session-timeout", "20s", "--renew", "300ms", "--horizon", "10s")
 	d.waitReady(15 * time.Second)

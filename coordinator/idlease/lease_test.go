@@ -14,6 +14,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -148,7 +149,7 @@ func TestEmbeddedWaitsThroughReclaim(t *testing.T) {
 	initRoot(t, obs, "/reclaim")
 	block(t, obs, "/reclaim", 7)
 	slot := snowflake.Slot{Datacenter: testDC, Machine: 7}
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	// The same address three times: go-zookeeper resends queued calls on
 	// the new session after expiry, which the fence must stop.
 	l := openLease(t, testConfig("/reclaim", p.Addr(), p.Addr(), p.Addr()), "A")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -245,7 +246,7 @@ func TestEmbeddedProcessPaused(t *testing.T) {
 // nothing more while the successor holds the slot.
 func TestEmbeddedProcessCut(t *testing.T) {
 	zs, slot := fleetWithOneSlot(t, "/cut")
-	p := zktest.NewProxy(t, zs.Addr())
+	p := faultproxy.New(t, zs.Addr())
 	ch := startChild(t, "/cut", p.Addr(), p.Addr(), p.Addr())
 	p.Blackhole()
 	s := startSuccessor(t, "/cut", zs.Addr())

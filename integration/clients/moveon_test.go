@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 )
@@ -41,7 +42,7 @@ func TestPooledClientMovesOffRefusingWorker(t *testing.T) {
 // how many attempts failed.
 func refusalsSeen(t *testing.T, closeOn bool) int {
 	zks := zktest.Start(t)
-	px := zktest.NewProxy(t, zks.Addr())
+	px := faultproxy.New(t, zks.Addr())
 	args := []string{"--close-on-nolease=" + strconv.FormatBool(closeOn)}
 	opts := func(zk string) fleettest.Options {
 		return fleettest.Options{ZK: zk, Root: "/moveon", SessionTimeout: sessionTimeout,

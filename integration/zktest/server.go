@@ -1,7 +1,7 @@
 // Package zktest runs a real ZooKeeper server (Debian's zookeeper package,
-// started with java) for tests, and a loopback TCP proxy that can cut one
-// client off while the server keeps running. Tests of coordination run
-// against these, never against a fake of ZooKeeper.
+// started with java) for tests; integration/faultproxy cuts one client off
+// while the server keeps running. Tests of coordination run against these,
+// never against a fake of ZooKeeper.
 package zktest
 
 import (

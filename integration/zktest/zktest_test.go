@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 )
 
 func connect(t *testing.T, addr string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
@@ -51,7 +53,7 @@ func TestServerRestartAndBlackhole(t *testing.T) {
 		t.Fatalf("ephemeral node lost across restart: %v %v", ok, err)
 	}
 
-	p := NewProxy(t, s.Addr())
+	p := faultproxy.New(t, s.Addr())
 	pc, pev := connect(t, p.Addr(), time.Second)
 	waitState(t, pev, zk.StateHasSession, 10*time.Second)
 	if _, err := pc.Create("/p", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
@@ -76,29 +78,4 @@ func TestServerRestartAndBlackhole(t *testing.T) {
 	}
 	p.Heal()
 	waitState(t, pev, zk.StateExpired, 15*time.Second)
-}
-
-// SetDelay makes every answer of the server come that late, its end of
-// stream included (the answer is whole, then the close), and SetDelay(0)
-// lets answers through at once again.
-func TestProxyDelay(t *testing.T) {
-	s := Start(t)
-	p := NewProxy(t, s.Addr())
-	ask := func() time.Duration {
-		t.Helper()
-		start := time.Now()
-		out, err := FourLetter(p.Addr(), "ruok", 5*time.Second)
-		if err != nil || out != "imok" {
-			t.Fatalf("ruok through the proxy: %q, %v", out, err)
-		}
-		return time.Since(start)
-	}
-	ask()
-	const delay = 400 * time.Millisecond
-	p.SetDelay(delay)
-	if d := ask(); d < delay {
-		t.Errorf("a delayed answer took %v, want at least the delay %v", d, delay)
-	}
-	p.SetDelay(0)
-	t.Logf("after SetDelay(0) an answer took %v", ask())
 }

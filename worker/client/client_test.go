@@ -8,15 +8,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/fleettest"
-	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
 // Item 6: a second Close waits for the first to finish: when it returns,
 // the worker list is empty and every pool closed.
 func TestConcurrentCloseWaits(t *testing.T) {
 	zks, _ := startFleet(t, 1)
-	proxy := zktest.NewProxy(t, zks.Addr())
+	proxy := faultproxy.New(t, zks.Addr())
 	cfg := DefaultConfig()
 	cfg.Servers, cfg.Root, cfg.SessionTimeout = []string{proxy.Addr()}, testRoot, 2*time.Second
 	c, _ := newTestClient(t, cfg)

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -244,7 +245,7 @@ func TestStaticList(t *testing.T) {
 func TestNoLeaseWorkerIsSkipped(t *testing.T) {
 	zks, ws := startFleet(t, 1)
 	// This worker's ZooKeeper never answers: it listens, but holds no lease.
-	proxy := zktest.NewProxy(t, zks.Addr())
+	proxy := faultproxy.New(t, zks.Addr())
 	proxy.Blackhole()
 	lame := fleettest.Start(t, fleettest.Options{ZK: proxy.Addr(), Root: testRoot})
 	var refused *ReplyError
@@ -331,7 +332,7 @@ func TestNextNContiguousBatch(t *testing.T) {
 
 func TestCloseWithZooKeeperAway(t *testing.T) {
 	zks := zktest.Start(t)
-	proxy := zktest.NewProxy(t, zks.Addr())
+	proxy := faultproxy.New(t, zks.Addr())
 	proxy.Blackhole()
 	cfg := DefaultConfig()
 	cfg.Servers, cfg.Root = []string{proxy.Addr()}, testRoot

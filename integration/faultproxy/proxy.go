@@ -1,7 +1,15 @@
-package zktest
+// Package faultproxy is the tests' TCP fault proxy, in front of one server:
+// Blackhole silences it both ways without closing anything (a network that
+// drops packets), SetDelay and SetRequestDelay make it slow (ZooKeeper slow
+// rather than down), Reset closes every connection at once. The ZooKeeper
+// tests put it between a client and integration/zktest's server; the chaos
+// suite between a worker container and an ensemble server's published port
+// (the kernel there has no netem). Only a test binary may use it.
+package faultproxy
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -10,18 +18,18 @@ import (
 	"time"
 )
 
-// Proxy is a loopback TCP proxy in front of one target. Blackhole stops
-// delivering bytes both ways without closing anything, like a network that
-// drops packets: the client sees silence, its session times out on the
-// server, and nothing it sent reaches the server until Heal. Bytes held during
-// the blackhole are delivered after Heal, as TCP retransmission would.
-// SetDelay makes the server slow instead: each answer reaches the client
-// that much late.
+// Proxy forwards every connection to its target. Blackhole stops delivering
+// bytes both ways without closing anything: the client sees silence, its
+// session times out on the server, and nothing it sent reaches the server
+// until Heal. Bytes held during the blackhole are delivered after Heal, as
+// TCP retransmission would. SetDelay makes the server slow instead: each
+// answer reaches the client that much late; SetRequestDelay does the same
+// to what the client sends.
 type Proxy struct {
-	t      testing.TB
-	target string
-	ln     net.Listener
-	delay  atomic.Int64 // ns each chunk from the server is held
+	target       func() (string, error)
+	ln           net.Listener
+	answerDelay  atomic.Int64 // ns each chunk from the server is held
+	requestDelay atomic.Int64 // ns each chunk from the client is held
 
 	mu      sync.Mutex
 	open    chan struct{} // closed while traffic flows
@@ -31,21 +39,33 @@ type Proxy struct {
 	wg      sync.WaitGroup
 }
 
-// NewProxy listens on a free loopback port and forwards to target. It is
+// New listens on a free loopback port and forwards to target. It is
 // closed when the test ends.
-func NewProxy(t testing.TB, target string) *Proxy {
+func New(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := Listen("127.0.0.1:0", func() (string, error) { return target, nil })
 	if err != nil {
-		t.Fatalf("zktest: proxy listen: %v", err)
+		t.Fatalf("faultproxy: %v", err)
 	}
-	p := &Proxy{t: t, target: target, ln: ln, open: make(chan struct{}),
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Listen listens on addr (port 0: a free one) and dials target() for each
+// connection, so that a target whose address changes (a restarted
+// container's new published port) is followed; a connection whose target
+// cannot be had or dialled is closed. The caller closes the proxy.
+func Listen(addr string, target func() (string, error)) (*Proxy, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy listen: %w", err)
+	}
+	p := &Proxy{target: target, ln: ln, open: make(chan struct{}),
 		conns: map[net.Conn]struct{}{}, closing: make(chan struct{})}
 	close(p.open)
 	p.wg.Add(1)
 	go p.accept()
-	t.Cleanup(p.Close)
-	return p
+	return p, nil
 }
 
 // Addr is the proxy's address, for the client's server list.
@@ -78,7 +98,11 @@ func (p *Proxy) Heal() {
 // it (0: none), like a slow server: each answer arrives d late, and answers
 // to calls in flight together arrive d late each, not one after the other.
 // Order is kept. It applies to chunks read from now on.
-func (p *Proxy) SetDelay(d time.Duration) { p.delay.Store(int64(d)) }
+func (p *Proxy) SetDelay(d time.Duration) { p.answerDelay.Store(int64(d)) }
+
+// SetRequestDelay is SetDelay for what the client sends: each chunk reaches
+// the server d late. Both together make a slow network, d each way.
+func (p *Proxy) SetRequestDelay(d time.Duration) { p.requestDelay.Store(int64(d)) }
 
 // Blackholed reports whether traffic is stopped.
 func (p *Proxy) Blackholed() bool {
@@ -172,7 +196,11 @@ func (p *Proxy) serve(client net.Conn) {
 	if !p.wait() {
 		return
 	}
-	server, err := net.Dial("tcp", p.target)
+	addr, err := p.target()
+	if err != nil {
+		return
+	}
+	server, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		return
 	}
@@ -182,42 +210,29 @@ func (p *Proxy) serve(client net.Conn) {
 	defer p.untrack(server)
 	done := make(chan struct{}, 2)
 	p.wg.Add(2)
-	go p.pipe(server, client, nil, done)
-	go p.pipe(client, server, &p.delay, done)
+	go p.pipe(server, client, &p.requestDelay, done)
+	go p.pipe(client, server, &p.answerDelay, done)
 	<-done
 }
 
 // pipe copies src to dst, holding each chunk while blackholed, and until
-// *delay after it was read when delay is given. An end of stream is held
-// too, then passed on as a close.
+// *delay after it was read. An end of stream is held too, then passed on as
+// a close.
 func (p *Proxy) pipe(dst, src net.Conn, delay *atomic.Int64, done chan<- struct{}) {
 	defer p.wg.Done()
 	defer func() { done <- struct{}{} }()
-	write := func(b []byte, _ time.Time) error { _, err := dst.Write(b); return err }
-	var line *delayLine
-	if delay != nil {
-		line = newDelayLine(dst, p.closing)
-		write = line.write
-	}
+	line := newDelayLine(dst, p.closing)
 	buf := make([]byte, 32*1024)
 	for {
 		n, err := src.Read(buf)
 		read := time.Now()
 		if !p.wait() {
-			if line != nil {
-				line.close()
-			}
+			line.close()
 			return
 		}
 		if n > 0 {
-			due := read
-			if delay != nil {
-				due = read.Add(time.Duration(delay.Load()))
-			}
-			if werr := write(buf[:n], due); werr != nil {
-				if line != nil {
-					line.close()
-				}
+			if werr := line.write(buf[:n], read.Add(time.Duration(delay.Load()))); werr != nil {
+				line.close()
 				return
 			}
 		}
@@ -225,9 +240,7 @@ func (p *Proxy) pipe(dst, src net.Conn, delay *atomic.Int64, done chan<- struct{
 			if !errors.Is(err, io.EOF) {
 				src.Close()
 			}
-			if line != nil {
-				line.close() // what is held goes first
-			}
+			line.close() // what is held goes first
 			dst.Close()
 			return
 		}
@@ -248,7 +261,7 @@ type heldChunk struct {
 	due time.Time
 }
 
-var errDelayLine = errors.New("zktest: proxy delay line: write failed")
+var errDelayLine = errors.New("faultproxy: delay line: write failed")
 
 func newDelayLine(dst net.Conn, closing <-chan struct{}) *delayLine {
 	l := &delayLine{dst: dst, closing: closing, q: make(chan heldChunk, 256), done: make(chan struct{})}
