@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/snowfleet/snowfleet/integration/testenv"
 )
 
 // Proxy forwards every connection to its target. Blackhole stops delivering
@@ -56,6 +58,7 @@ func New(t testing.TB, target string) *Proxy {
 // container's new published port) is followed; a connection whose target
 // cannot be had or dialled is closed. The caller closes the proxy.
 func Listen(addr string, target func() (string, error)) (*Proxy, error) {
+	testenv.TestOnly("faultproxy")
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("proxy listen: %w", err)

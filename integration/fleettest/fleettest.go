@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
@@ -37,6 +38,7 @@ type binary struct {
 // Main runs the tests of a package and removes the binaries Binary built:
 // func TestMain(m *testing.M) { os.Exit(fleettest.Main(m)) }.
 func Main(m *testing.M) int {
+	testenv.TestOnly("fleettest")
 	rc := m.Run()
 	builds.mu.Lock()
 	defer builds.mu.Unlock()
@@ -53,6 +55,7 @@ func Binary(t testing.TB) string { return BinaryWith(t, "") }
 // BinaryWith is Binary built with build tags (comma-separated), e.g.
 // "chaos" for the build whose clock a file can move.
 func BinaryWith(t testing.TB, tags string) string {
+	testenv.TestOnly("fleettest")
 	t.Helper()
 	builds.mu.Lock()
 	if builds.bins == nil {
@@ -133,6 +136,7 @@ type Worker struct {
 // Start runs a worker and stops it (SIGKILL) when the test ends. It does
 // not wait for a lease; see WaitReady.
 func Start(t testing.TB, opts Options) *Worker {
+	testenv.TestOnly("fleettest")
 	t.Helper()
 	bin := BinaryWith(t, opts.Tags)
 	if opts.SessionTimeout == 0 {

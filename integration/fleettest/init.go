@@ -8,6 +8,7 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
+	"github.com/snowfleet/snowfleet/integration/testenv"
 )
 
 // InitFleet makes root on servers as `snowflakectl init --new-fleet` does
@@ -15,6 +16,7 @@ import (
 // (whatever it holds: the test may be about it). Workers never make their
 // root, so a test starts its fleet with this.
 func InitFleet(t testing.TB, servers []string, root, auth string, tls zkconn.TLS) {
+	testenv.TestOnly("fleettest")
 	t.Helper()
 	if root == "" {
 		root = zklayout.DefaultRoot

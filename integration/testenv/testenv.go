@@ -148,3 +148,14 @@ func decide(names []string, short bool, getenv func(string) string, lookup func(
 	}
 	return "", ""
 }
+
+// TestOnly panics unless the program is a test binary. The harnesses
+// (integration/zktest, integration/fleettest, integration/faultproxy) start
+// ZooKeeper servers, worker processes and fault proxies: Go has no test-only
+// package, so each calls this where it starts one, and a test of the module
+// (TestHarnessesOnlyInTests) fails when a non-test file imports them.
+func TestOnly(pkg string) {
+	if !testing.Testing() {
+		panic(pkg + ": a test harness, used outside a test binary (go test); only _test.go files and the integration suite may import it")
+	}
+}

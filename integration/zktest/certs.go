@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/snowfleet/snowfleet/integration/testenv"
 )
 
 // Certs are PEM files of a test CA and of a server and a client certificate
@@ -53,6 +55,7 @@ func NewCerts(t testing.TB, hosts ...string) *Certs {
 
 // WriteCerts is NewCerts into dir, for callers without a testing.TB.
 func WriteCerts(dir string, hosts ...string) (*Certs, error) {
+	testenv.TestOnly("zktest")
 	c := &Certs{Dir: dir,
 		CAFile:              filepath.Join(dir, "ca.pem"),
 		ServerFile:          filepath.Join(dir, "server.pem"),

@@ -1,7 +1,8 @@
 // Package zktest runs a real ZooKeeper server (Debian's zookeeper package,
 // started with java) for tests; integration/faultproxy cuts one client off
 // while the server keeps running. Tests of coordination run against these,
-// never against a fake of ZooKeeper.
+// never against a fake of ZooKeeper. Only a test binary may use it
+// (testenv.TestOnly).
 package zktest
 
 import (
@@ -99,6 +100,7 @@ func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
 
 // StartWith is Start with options.
 func StartWith(t testing.TB, opts Options) *Server {
+	testenv.TestOnly("zktest")
 	t.Helper()
 	testenv.Require(t, "zookeeper")
 	opts.defaults()
@@ -273,6 +275,7 @@ func (s *Server) Restart() {
 // FourLetter sends a four-letter command (srvr, ruok, cons, stat) and returns
 // the answer.
 func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
+	testenv.TestOnly("zktest")
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return "", err
@@ -292,6 +295,7 @@ func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
 // to another process's connect or listen(":0") before the caller binds it;
 // only another caller of FreePort could take it, one in 12,000.
 func FreePort() (int, error) {
+	testenv.TestOnly("zktest")
 	for i := 0; i < 100; i++ {
 		port := 20000 + rand.IntN(12000)
 		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
