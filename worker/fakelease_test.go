@@ -7,7 +7,7 @@ import (
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
-// fakeLease is a Lease that always holds one slot (dc07-m11), with a real
+// fakeLease is an IDSource that always holds one slot (dc07-m11), with a real
 // generator whose ceiling is out of reach: for the tests of RESP framing,
 // limits and drains, where the lease is not under test. It decides nothing
 // ZooKeeper would: what a lease does is TestLiveZooKeeper's, on a real

@@ -28,7 +28,7 @@ import (
 // ends.
 type testWorker struct {
 	t     testing.TB
-	lease Lease
+	lease IDSource
 	coord *coordinator.Coordinator // nil on a fakeLease
 	srv   *Server
 	reg   *prometheus.Registry
@@ -114,7 +114,7 @@ func startWorkerWith(t testing.TB, zkAddr string, wait bool, mutate func(*Config
 // serve runs a server on lease and its admin handler, each on a loopback
 // port; at the end of the test it shuts the server down, then runs
 // stopLease (nil for none), then closes the admin server.
-func serve(t testing.TB, lease Lease, reg *prometheus.Registry, mutate func(*Config), stopLease func()) *testWorker {
+func serve(t testing.TB, lease IDSource, reg *prometheus.Registry, mutate func(*Config), stopLease func()) *testWorker {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.Version = "test"

@@ -9,8 +9,9 @@ import (
 	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
-// Lease is where the server takes IDs from: a *coordinator.Coordinator.
-type Lease interface {
+// IDSource is where the server takes IDs from, and the verdict on whether it
+// may issue them: the worker's slot lease, a *coordinator.Coordinator.
+type IDSource interface {
 	// Generator is the current lease's generator, nil while none is held;
 	// it is loaded per request, since every claim makes a new one.
 	Generator() *snowflake.Generator

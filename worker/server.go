@@ -25,7 +25,7 @@ var ErrServerClosed = errors.New("worker: server closed")
 // Shutdown its interrupt.
 type Server struct {
 	cfg   Config
-	lease Lease
+	lease IDSource
 	// httpTokens are the digests of the admin port's bearer tokens
 	// (SetHTTPTokens); nil: none required.
 	httpTokens atomic.Pointer[[][sha256.Size]byte]
@@ -67,7 +67,7 @@ type Server struct {
 }
 
 // New returns a server taking IDs from lease. reg may be nil.
-func New(cfg Config, lease Lease, log hclog.Logger, reg prometheus.Registerer) (*Server, error) {
+func New(cfg Config, lease IDSource, log hclog.Logger, reg prometheus.Registerer) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}

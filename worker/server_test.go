@@ -487,7 +487,7 @@ func testMaxConns(t *testing.T) {
 }
 
 // testDrain: Shutdown answers what was received, closes idle connections,
-// and refuses new ones. (It cannot release the lease: Lease has no way to;
+// and refuses new ones. (It cannot release the lease: IDSource has no way to;
 // the daemon releases it after the drain.)
 func testDrain(t *testing.T) {
 	w := startFake(t, nil)

@@ -13,11 +13,11 @@ import (
 // time, so it can never disagree with /status: a dashboard joins it to any
 // other worker metric to show which slot a pod holds.
 type slotInfo struct {
-	lease Lease
+	lease IDSource
 	desc  *prometheus.Desc
 }
 
-func newSlotInfo(lease Lease) *slotInfo {
+func newSlotInfo(lease IDSource) *slotInfo {
 	return &slotInfo{lease: lease, desc: prometheus.NewDesc("snowflake_worker_slot_info",
 		"1 while this worker holds the lease of the slot named by the labels; absent while it holds none.",
 		[]string{"slot", "datacenter", "machine"}, nil)}
