@@ -54,11 +54,16 @@ type result struct {
 // scenario injects a fault and heals it. retries says why the Go client
 // may retry requests in it (a worker stops or refuses); empty, it must not.
 type scenario struct {
-	name    string
-	workers int // the fleet it starts from
+	letter  string // its row in integration/README.md: c2, g2l
+	title   string // the fault, in a few words
+	workers int    // the fleet it starts from
 	retries string
 	run     func(e env) result
 }
+
+// name is the subtest's and the report row's name: the letter, then the
+// title, so that -run 'TestFleet$/^(p|q)_' picks scenarios by letter.
+func (sc scenario) name() string { return sc.letter + " " + sc.title }
 
 func TestFleet(t *testing.T) {
 	requireDocker(t)
@@ -114,7 +119,7 @@ func TestFleet(t *testing.T) {
 	col.TakeErrors()
 	su := &suite{ctx: ctx, st: st, col: col, mon: mon, prom: prom, prev: prev}
 	for _, sc := range scenarios() {
-		t.Run(sc.name, func(t *testing.T) { rep.rows = append(rep.rows, su.run(t, sc)) })
+		t.Run(sc.name(), func(t *testing.T) { rep.rows = append(rep.rows, su.run(t, sc)) })
 		rep.total = su.prev.IDs
 	}
 	mon.Stop()
@@ -159,7 +164,7 @@ func (s *suite) run(t testing.TB, sc scenario) row {
 	before := col.snap()
 	mark := mon.Mark()
 	res := sc.run(e)
-	r := row{Name: sc.name, Limit: recoveryBound + res.outage, Notes: res.note}
+	r := row{Name: sc.name(), Limit: recoveryBound + res.outage, Notes: res.note}
 	if _, err := WaitServing(ctx, st, res.want, recoveryBound+30*time.Second); err != nil {
 		t.Errorf("after the heal: %v", err)
 	}
@@ -218,7 +223,7 @@ func (s *suite) run(t testing.TB, sc scenario) row {
 	}
 	r.Failed = t.Failed()
 	t.Logf("%s: %d IDs, %d client errors (%d retries, %d protocol), %d direct errors, recovered in %v; %s",
-		sc.name, r.IDs, r.ClientErrs, r.Retries, r.Protocol, r.DirectErrs, r.Recovery.Round(10*time.Millisecond), res.note)
+		sc.name(), r.IDs, r.ClientErrs, r.Retries, r.Protocol, r.DirectErrs, r.Recovery.Round(10*time.Millisecond), res.note)
 	s.prev = v
 	return r
 }

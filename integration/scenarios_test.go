@@ -4,9 +4,11 @@ package integration
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
@@ -20,28 +22,28 @@ func scenarios() []scenario {
 		ceiling = "with a standby waiting, holders reserve only the standby horizon ahead, reach their ceilings and refuse (-NOLEASE) until ZooKeeper answers again"
 	)
 	return []scenario{
-		{"a scale 3-8-2", 3, "scale-in stops workers with SIGTERM", scaleOutIn},
-		{"b kill -9 a worker", 3, stops, killWorker},
-		{"c pause a worker (zombie)", 3, stops, pauseWorker},
-		{"c2 zombie wakes before its ceiling", 3, stops, zombieWakesEarly},
-		{"d cut a worker off ZooKeeper", 3, stops + "; the cut-off worker reaches its ceiling", partitionWorker},
-		{"e kill the ZooKeeper leader", 3, "", killZKLeader},
-		{"f stop 2 of 3 ZooKeeper nodes", 3, "", loseQuorum},
-		{"g1 restart with the clock behind", 3, stops, clockBehindRestart},
-		{"g2 clock steps back while serving (refuse)", 3, "the stepped worker refuses (-CLOCKBACK) until its clock catches up, and the added worker may while it claims", clockStepBack(snowflake.Refuse)},
-		{"g2l clock steps back while serving (logical)", 3, "the added worker may refuse a request while it claims", clockStepBack(snowflake.Logical)},
-		{"h rolling SIGTERM restart", 3, stops, rollingRestart},
-		{"i ZooKeeper partition, worker on the minority", 3, "the worker on the cut-off server may lose its session and re-claim", zkPartition},
-		{"j ZooKeeper slow (renews slower than the interval)", 3, "the proxied worker is stopped at the end", zkSlow},
-		{"k whole-ensemble restart", 3, ceiling, ensembleRestart},
-		{"l SIGTERM while ZooKeeper is down", 3, stops, sigtermZKDown},
-		{"m crashed worker's slot taken by another container", 3, stops, crashTakenOver},
-		{"n whole ensemble without a quorum for 25 s", 3, "", ensembleOutage},
-		{"o lease node deleted under its holder", 3, "the holder drops the lease and claims again", leaseNodeDeleted},
-		{"p slot node emptied by hand, then its holder killed", 3, stops, slotNodeEmptied},
-		{"q whole ensemble rebuilt empty, then init", 3, "every worker refuses (-NOLEASE) from its ceiling until init's reservation passes", ensembleRebuilt},
-		{"r ensemble restored from a copy a minute old, then recover", 3, "every worker refuses (-NOLEASE) until recover's reservation passes", ensembleRestored},
-		{"s embedded lease killed, paused, cut", 3, "each added standby worker refuses (-NOLEASE) until it takes the embedded lease's slot", embeddedFaults},
+		{letter: "a", title: "scale 3-8-2", workers: 3, retries: "scale-in stops workers with SIGTERM", run: scaleOutIn},
+		{letter: "b", title: "kill -9 a worker", workers: 3, retries: stops, run: killWorker},
+		{letter: "c", title: "pause a worker (zombie)", workers: 3, retries: stops, run: pauseWorker},
+		{letter: "c2", title: "zombie wakes before its ceiling", workers: 3, retries: stops, run: zombieWakesEarly},
+		{letter: "d", title: "cut a worker off ZooKeeper", workers: 3, retries: stops + "; the cut-off worker reaches its ceiling", run: partitionWorker},
+		{letter: "e", title: "kill the ZooKeeper leader", workers: 3, retries: "", run: killZKLeader},
+		{letter: "f", title: "stop 2 of 3 ZooKeeper nodes", workers: 3, retries: "", run: loseQuorum},
+		{letter: "g1", title: "restart with the clock behind", workers: 3, retries: stops, run: clockBehindRestart},
+		{letter: "g2", title: "clock steps back while serving (refuse)", workers: 3, retries: "the stepped worker refuses (-CLOCKBACK) until its clock catches up, and the added worker may while it claims", run: clockStepBack(snowflake.Refuse)},
+		{letter: "g2l", title: "clock steps back while serving (logical)", workers: 3, retries: "the added worker may refuse a request while it claims", run: clockStepBack(snowflake.Logical)},
+		{letter: "h", title: "rolling SIGTERM restart", workers: 3, retries: stops, run: rollingRestart},
+		{letter: "i", title: "ZooKeeper partition, worker on the minority", workers: 3, retries: "the worker on the cut-off server may lose its session and re-claim", run: zkPartition},
+		{letter: "j", title: "ZooKeeper slow (renews slower than the interval)", workers: 3, retries: "the proxied worker is stopped at the end", run: zkSlow},
+		{letter: "k", title: "whole-ensemble restart", workers: 3, retries: ceiling, run: ensembleRestart},
+		{letter: "l", title: "SIGTERM while ZooKeeper is down", workers: 3, retries: stops, run: sigtermZKDown},
+		{letter: "m", title: "crashed worker's slot taken by another container", workers: 3, retries: stops, run: crashTakenOver},
+		{letter: "n", title: "whole ensemble without a quorum for 25 s", workers: 3, retries: "", run: ensembleOutage},
+		{letter: "o", title: "lease node deleted under its holder", workers: 3, retries: "the holder drops the lease and claims again", run: leaseNodeDeleted},
+		{letter: "p", title: "slot node emptied by hand, then its holder killed", workers: 3, retries: stops, run: slotNodeEmptied},
+		{letter: "q", title: "whole ensemble rebuilt empty, then init", workers: 3, retries: "every worker refuses (-NOLEASE) from its ceiling until init's reservation passes", run: ensembleRebuilt},
+		{letter: "r", title: "ensemble restored from a copy a minute old, then recover", workers: 3, retries: "every worker refuses (-NOLEASE) until recover's reservation passes", run: ensembleRestored},
+		{letter: "s", title: "embedded lease killed, paused, cut", workers: 3, retries: "each added standby worker refuses (-NOLEASE) until it takes the embedded lease's slot", run: embeddedFaults},
 	}
 }
 
@@ -614,4 +616,34 @@ func rollingRestart(e env) result {
 		worst = max(worst, d)
 	}
 	return result{want: 3, fault: fault, note: fmt.Sprintf("3 workers restarted in turn; slowest back %.1f s after its stop", worst.Seconds())}
+}
+
+// Every scenario has a letter of its own with its row in README.md, and
+// every mutant case names letters that exist: the letters are what -run
+// selects, the README's anchors and the mutation proof's scenarios. No
+// Docker.
+func TestScenarioLetters(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, sc := range scenarios() {
+		switch {
+		case sc.letter == "" || strings.ContainsAny(sc.letter, " _"):
+			t.Errorf("scenario %q: the letter %q is empty or would not select as one -run element", sc.name(), sc.letter)
+		case seen[sc.letter]:
+			t.Errorf("scenario %q: the letter %q is taken", sc.name(), sc.letter)
+		case !strings.Contains(string(readme), "\n| "+sc.letter+" | "):
+			t.Errorf("scenario %q: README.md has no row | %s |", sc.name(), sc.letter)
+		}
+		seen[sc.letter] = true
+	}
+	for _, mc := range mutantCases() {
+		for _, l := range mc.scenarios {
+			if !seen[l] {
+				t.Errorf("mutant %s names scenario %q, which does not exist", mc.name, l)
+			}
+		}
+	}
 }
