@@ -9,7 +9,9 @@ import (
 var (
 	// ErrNoLease is matched (errors.Is) by every error that means this
 	// generator may not issue IDs now because of its lease: ErrPastCeiling and
-	// ErrSealed.
+	// ErrSealed. It is here, not in coordinator where leases are, because
+	// the generator's own errors match it (leaseError.Is) and coordinator
+	// imports this package; the worker answers it with -NOLEASE.
 	ErrNoLease = errors.New("no lease")
 	// ErrPastCeiling: the clock is past the highest timestamp the lease
 	// confirmed; the generator fails fast until the ceiling is raised.
