@@ -147,7 +147,6 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 		s.lostRaces = 0
 		s.hideStandby(ctx)
 		c.claims.Add(1)
-		c.m.claims.Inc()
 		c.m.claimTime.Observe(time.Since(start).Seconds())
 		return l, nil
 	}
@@ -175,7 +174,6 @@ func (s *session) list(ctx context.Context) ([]string, error) {
 	)
 	armed := s.watch != nil
 	s.c.lists.Add(1)
-	s.c.m.lists.Inc()
 	err := s.c.call(ctx, 0, func() (err error) {
 		if armed {
 			names, _, err = s.conn.Children(zklayout.LeasesPath(s.c.cfg.Root))
@@ -380,7 +378,6 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	data := zklayout.EncodeLease(c.leaseData(now))
 	var created string
 	c.creates.Add(1)
-	c.m.creates.Inc()
 	sendMs := c.nowMs()
 	err := c.call(ctx, 0, func() (err error) {
 		created, err = s.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.acl)

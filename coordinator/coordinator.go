@@ -69,7 +69,6 @@ type Coordinator struct {
 	claims  atomic.Int64
 	creates atomic.Int64
 	lists   atomic.Int64 // listings of leases/ (the standby herd's cost)
-	losses  atomic.Int64
 	// logicalDone counts the IDs issued on a logical clock by generators
 	// already dropped (see logicalIssued).
 	logicalDone atomic.Uint64
@@ -146,7 +145,7 @@ func (c *Coordinator) Status() Status {
 	st.ZKMtimeMs = c.mtimeMs.Load()
 	st.Claims = c.claims.Load()
 	st.Creates = c.creates.Load()
-	st.Losses = c.losses.Load()
+	st.Losses = c.m.lossesTotal()
 	if l != nil {
 		st.Slot, st.LeaseNode, st.FloorMs = l.slot.String(), l.name, l.floor
 	}

@@ -198,5 +198,4 @@ func (c *Coordinator) observeSkew(zkMs, sendMs, recvMs int64) {
 		c.log.Warn("clock skew against the zookeeper leader beyond bound; not ready",
 			"skew", time.Duration(skew)*time.Millisecond, "max_skew", c.cfg.MaxSkew)
 	}
-	c.m.skew.Set(float64(skew) / 1000)
 }

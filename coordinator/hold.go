@@ -230,7 +230,6 @@ func (s *session) lost(ctx context.Context, l *lease, gen *snowflake.Generator, 
 	last := gen.Seal()
 	c.dropGenerator(gen)
 	c.m.losses.WithLabelValues(reason).Inc()
-	c.losses.Add(1)
 	c.log.Warn("lease lost; claiming again", "slot", l.slot, "lease", l.name, "reason", reason,
 		"last_issued", time.UnixMilli(last).UTC(), "ceiling", time.UnixMilli(l.ceiling).UTC())
 	if deleteNode {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // States a Coordinator reports in Status and the lease_state metric.
@@ -23,9 +24,9 @@ var allStates = []string{StateConnecting, StateClaiming, StateStandby, StateServ
 
 type metrics struct {
 	state       *prometheus.GaugeVec
-	claims      prometheus.Counter
-	creates     prometheus.Counter
-	lists       prometheus.Counter
+	claims      prometheus.CounterFunc
+	creates     prometheus.CounterFunc
+	lists       prometheus.CounterFunc
 	losses      *prometheus.CounterVec
 	renew       prometheus.Histogram
 	renewErrors *prometheus.CounterVec
@@ -33,7 +34,7 @@ type metrics struct {
 	rollbacks   prometheus.Counter
 	awaiting    prometheus.GaugeFunc
 	claimTime   prometheus.Histogram
-	skew        prometheus.Gauge
+	skew        prometheus.GaugeFunc
 	horizon     prometheus.Gauge
 	missing     *prometheus.CounterVec
 	headroom    prometheus.GaugeFunc
@@ -53,18 +54,20 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Name: "snowflake_coordinator_lease_state",
 			Help: "1 for the lease state the coordinator is in, 0 for the others.",
 		}, []string{"state"}),
-		claims: prometheus.NewCounter(prometheus.CounterOpts{
+		// claims, creates, lists and skew read the atomics Status reads:
+		// one count, so /status, INFO and /metrics cannot disagree.
+		claims: prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_claims_total",
 			Help: "Slots claimed: lease node won and reservation confirmed.",
-		}),
-		creates: prometheus.NewCounter(prometheus.CounterOpts{
+		}, func() float64 { return float64(c.claims.Load()) }),
+		creates: prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_lease_creates_total",
 			Help: "Lease nodes created (a claim that loses a race creates another).",
-		}),
-		lists: prometheus.NewCounter(prometheus.CounterOpts{
+		}, func() float64 { return float64(c.creates.Load()) }),
+		lists: prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_lease_lists_total",
 			Help: "Listings of leases/ (about 1,024 names each with a full fleet): what claiming and standing by cost ZooKeeper.",
-		}),
+		}, func() float64 { return float64(c.lists.Load()) }),
 		losses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "snowflake_coordinator_lease_losses_total",
 			Help: "Leases lost, by reason (expired, node_gone, taken, refused, undecodable, slot_missing, rolled_back).",
@@ -108,10 +111,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Name: "snowflake_coordinator_reservation_horizon_seconds",
 			Help: "The horizon of the holder's last renew: --horizon, or --standby-horizon while a standby waits for its range.",
 		}),
-		skew: prometheus.NewGauge(prometheus.GaugeOpts{
+		skew: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "snowflake_coordinator_clock_skew_seconds",
 			Help: "ZooKeeper leader mtime minus the local clock, outside the write's send/receive window (0 inside).",
-		}),
+		}, func() float64 { return float64(c.skewMs.Load()) / 1000 }),
 	}
 	m.headroom = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "snowflake_coordinator_ceiling_headroom_seconds",
@@ -175,6 +178,26 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// lossesTotal is Status's losses: the sum of the losses counter over its
+// reasons. The counter is the one count kept (no atomic beside it), its
+// reason label being what a per-reason atomic would have to mirror; it is
+// read only for /status and INFO.
+func (m *metrics) lossesTotal() int64 {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		m.losses.Collect(ch)
+		close(ch)
+	}()
+	var sum float64
+	for mt := range ch {
+		var d dto.Metric
+		if mt.Write(&d) == nil {
+			sum += d.GetCounter().GetValue()
+		}
+	}
+	return int64(sum)
 }
 
 func (m *metrics) setState(s string) {

@@ -36,7 +36,7 @@ func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
 	open.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if reason := s.notReadyReason(); reason != "" {
+		if reason := s.notReadyReason(s.lease.Readiness()); reason != "" {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintln(w, "not ready:", reason)
 			return
@@ -54,15 +54,15 @@ func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
 	return open
 }
 
-// notReadyReason is "" when ready.
-func (s *Server) notReadyReason() string {
+// notReadyReason is "" when ready, given r, the lease's verdict: the one
+// decision /readyz answers and Status reports as ready.
+func (s *Server) notReadyReason(r coordinator.Readiness) string {
 	if s.draining.Load() {
 		return "draining (shutting down)"
 	}
 	if s.leaving.Load() {
 		return "shutting down (still serving IDs until the shutdown delay ends)"
 	}
-	r := s.lease.Readiness()
 	switch {
 	case r.Ready():
 		return ""

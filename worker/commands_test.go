@@ -55,7 +55,7 @@ func TestLongCommandName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.m, err = newMetrics(nil, cmds); err != nil {
+	if s.m, err = newMetrics(nil, cmds, &s.open, &s.accepted); err != nil {
 		t.Fatal(err)
 	}
 	s.cmds = cmds

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -12,8 +13,8 @@ type metrics struct {
 	ids        prometheus.Counter
 	requests   [][numResults]prometheus.Counter // by cmdKind, then result
 	latency    []prometheus.Observer            // by cmdKind
-	conns      prometheus.Gauge
-	connsTotal prometheus.Counter
+	conns      prometheus.GaugeFunc
+	connsTotal prometheus.CounterFunc
 	rejected   prometheus.Counter
 	// adminRefused counts admin connections closed at once: their remote
 	// address held HTTPMaxConnsPerAddr already (AdminListener).
@@ -26,7 +27,9 @@ type metrics struct {
 
 // newMetrics makes the server's metrics, per command of cmds, and registers
 // them with reg (nil: none), failing rather than panicking if reg already has them.
-func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) {
+// The connection metrics read open and accepted, the server's counts that
+// Status reports too: one state, so /metrics and /status cannot disagree.
+func newMetrics(reg prometheus.Registerer, cmds commandTable, open, accepted *atomic.Int64) (*metrics, error) {
 	ids := prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "snowflake_worker_ids_issued_total",
 		Help: "IDs handed to clients (NEXTID counts 1, NEXTIDS n and NEXTRANGE n count n).",
@@ -42,14 +45,14 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable) (*metrics, error) 
 	}, []string{"command"})
 	m := &metrics{
 		ids: ids,
-		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+		conns: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "snowflake_worker_connections",
 			Help: "Client connections open now.",
-		}),
-		connsTotal: prometheus.NewCounter(prometheus.CounterOpts{
+		}, func() float64 { return float64(open.Load()) }),
+		connsTotal: prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "snowflake_worker_connections_total",
 			Help: "Client connections accepted.",
-		}),
+		}, func() float64 { return float64(accepted.Load()) }),
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_worker_connections_rejected_total",
 			Help: "Client connections refused because MaxConns were open.",

@@ -78,7 +78,13 @@ func New(cfg Config, lease IDSource, log hclog.Logger, reg prometheus.Registerer
 		log = hclog.NewNullLogger()
 	}
 	cmds := newCommands()
-	m, err := newMetrics(reg, cmds)
+	s := &Server{
+		cfg: cfg, lease: lease, log: log, cmds: cmds,
+		started: time.Now(), conns: map[*conn]struct{}{},
+		shutdown: make(chan struct{}), done: make(chan struct{}),
+		rejecting: make(chan struct{}, maxRejectLingers),
+	}
+	m, err := newMetrics(reg, cmds, &s.open, &s.accepted)
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}
@@ -95,12 +101,8 @@ func New(cfg Config, lease IDSource, log hclog.Logger, reg prometheus.Registerer
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}
-	return &Server{
-		cfg: cfg, lease: lease, log: log, m: m, cmds: cmds, auth: a, tlsFailures: tlsFailures,
-		started: time.Now(), conns: map[*conn]struct{}{},
-		shutdown: make(chan struct{}), done: make(chan struct{}),
-		rejecting: make(chan struct{}, maxRejectLingers),
-	}, nil
+	s.m, s.auth, s.tlsFailures = m, a, tlsFailures
+	return s, nil
 }
 
 // Serve accepts connections on ln until Shutdown, then returns nil (after
@@ -178,8 +180,6 @@ func (s *Server) accept(ln net.Listener) error {
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.open.Add(1)
-		s.m.conns.Inc()
-		s.m.connsTotal.Inc()
 		adopted := len(s.loops) > 0 && s.loops[c.id%int64(len(s.loops))].adopt(c, nc)
 		s.mu.Unlock()
 		if !adopted {
@@ -302,7 +302,6 @@ func (s *Server) release(c *conn) {
 	s.bufs.put(c.wbuf)
 	c.rbuf, c.wbuf, c.r, c.w = nil, nil, 0, 0
 	s.open.Add(-1)
-	s.m.conns.Dec()
 	s.wg.Done()
 }
 

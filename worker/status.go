@@ -9,9 +9,13 @@ import (
 )
 
 // Status is the worker's snapshot for /status: the lease's status and the
-// server's own.
+// server's own. Its Ready is /readyz's verdict, true exactly when /readyz
+// answers 200; Serving is the lease's, whether it may issue IDs. They differ
+// while shutting down: from BeginShutdown (the --shutdown-delay) the worker
+// is not ready, so that balancers drop it, yet goes on serving.
 type Status struct {
 	coordinator.Status
+	Serving          bool      `json:"serving"`
 	Version          string    `json:"version"`
 	Listen           string    `json:"listen"`
 	Advertise        string    `json:"advertise"`
@@ -23,8 +27,10 @@ type Status struct {
 
 // Status is a snapshot of the lease and the server.
 func (s *Server) Status() Status {
+	r := s.lease.Readiness()
 	st := Status{
 		Status:           s.lease.Status(),
+		Serving:          r.Ready(),
 		Version:          s.cfg.Version,
 		Listen:           s.cfg.Listen,
 		Advertise:        s.cfg.Advertise,
@@ -33,9 +39,7 @@ func (s *Server) Status() Status {
 		Draining:         s.draining.Load(),
 		Started:          s.started,
 	}
-	if st.Draining {
-		st.Ready = false
-	}
+	st.Ready = s.notReadyReason(r) == ""
 	return st
 }
 
@@ -55,11 +59,15 @@ func (s *Server) infoText() []byte {
 	line("snowflake_version", st.Version)
 	line("state", st.State)
 	line("slot", st.Slot)
-	ready := int64(0)
-	if st.Ready {
-		ready = 1
+	flag := func(k string, v bool) {
+		n := int64(0)
+		if v {
+			n = 1
+		}
+		num(k, n)
 	}
-	num("ready", ready)
+	flag("ready", st.Ready)
+	flag("serving", st.Serving)
 	line("lease_node", st.LeaseNode)
 	num("floor_ms", st.FloorMs)
 	num("ceiling_ms", st.CeilingMs)
@@ -79,10 +87,6 @@ func (s *Server) infoText() []byte {
 	line("listen", st.Listen)
 	line("advertise", st.Advertise)
 	num("uptime_in_seconds", int64(time.Since(s.started).Seconds()))
-	d := int64(0)
-	if st.Draining {
-		d = 1
-	}
-	num("draining", d)
+	flag("draining", st.Draining)
 	return b
 }

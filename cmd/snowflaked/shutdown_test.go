@@ -25,6 +25,9 @@ func TestShutdownDelay(t *testing.T) {
 
 	d := startDaemon(t, bin, nil, append(common, "--shutdown-delay", delay.String())...)
 	d.waitReady(15 * time.Second)
+	if st, info := d.status(), d.cli("INFO"); !st.Ready || !st.Serving || !hasLines(info, "ready:1", "serving:1") {
+		t.Fatalf("ready before SIGTERM: /status ready %v serving %v, INFO %q; want both 1", st.Ready, st.Serving, info)
+	}
 	before, err := strconv.ParseInt(d.cli("NEXTID"), 10, 64)
 	if err != nil {
 		t.Fatal(err)
@@ -59,6 +62,10 @@ func TestShutdownDelay(t *testing.T) {
 	}
 	if code, _ := d.get("/readyz"); code != 503 {
 		t.Fatalf("/readyz back to %d during the delay", code)
+	}
+	// /status and INFO say ready as /readyz does, and serving as NEXTID does.
+	if st, info := d.status(), d.cli("INFO"); st.Ready || !st.Serving || !hasLines(info, "ready:0", "serving:1") {
+		t.Fatalf("during the delay: /status ready %v serving %v, INFO %q; want ready 0, serving 1", st.Ready, st.Serving, info)
 	}
 	select {
 	case <-d.exited:
@@ -96,6 +103,21 @@ func TestShutdownDelay(t *testing.T) {
 			t.Fatalf("log:\n%s", d.out.String())
 		}
 	})
+}
+
+// hasLines reports whether text (INFO as redis-cli prints it) has every
+// one of lines as a whole line.
+func hasLines(text string, lines ...string) bool {
+	have := map[string]bool{}
+	for _, l := range strings.Split(text, "\n") {
+		have[strings.TrimRight(l, "\r")] = true
+	}
+	for _, l := range lines {
+		if !have[l] {
+			return false
+		}
+	}
+	return true
 }
 
 // waitExit waits for the process to end on its own and returns its exit code.

@@ -54,7 +54,9 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Client, erro
 		}
 	}
 	c := &Client{cfg: cfg, log: log, changed: make(chan struct{}), shut: make(chan struct{}), done: make(chan struct{})}
-	m, err := newMetrics(reg, cfg.ConstLabels, c.prefetched)
+	empty := []*endpoint{}
+	c.eps.Store(&empty)
+	m, err := newMetrics(reg, cfg.ConstLabels, c.prefetched, func() float64 { return float64(len(*c.eps.Load())) })
 	if err != nil {
 		if conn != nil {
 			conn.Close()
@@ -62,8 +64,6 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Client, erro
 		return nil, err
 	}
 	c.m = m
-	empty := []*endpoint{}
-	c.eps.Store(&empty)
 	if conn == nil {
 		c.setEndpoints(staticTargets(cfg.Static))
 		close(c.done)
@@ -182,7 +182,6 @@ func (c *Client) Close() error {
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
-	c.m.endpoints.Set(0)
 	for _, e := range old {
 		e.close()
 	}
@@ -235,7 +234,6 @@ func (c *Client) setEndpoints(ts []target) {
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
-	c.m.endpoints.Set(float64(len(next)))
 	for _, e := range byAddr {
 		e.close()
 	}

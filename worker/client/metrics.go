@@ -26,15 +26,16 @@ type metrics struct {
 	retries                                  prometheus.Counter
 	backoffs                                 prometheus.Counter
 	failures                                 prometheus.Counter
-	endpoints                                prometheus.Gauge
+	endpoints                                prometheus.GaugeFunc
 	prefetchDropped                          prometheus.Counter
 	slotMismatches                           prometheus.Counter
 }
 
 // newMetrics registers the client's metrics in reg (if not nil), each with
 // the constant labels; distinct labels let several Clients share reg.
-// buffered reads the prefetch buffer's fill.
-func newMetrics(reg prometheus.Registerer, constLabels map[string]string, buffered func() float64) (*metrics, error) {
+// buffered reads the prefetch buffer's fill, endpoints the worker set's
+// size (the set itself, not a second count of it).
+func newMetrics(reg prometheus.Registerer, constLabels map[string]string, buffered, endpoints func() float64) (*metrics, error) {
 	labels := prometheus.Labels(constLabels)
 	requests := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name:        "snowflake_client_requests_total",
@@ -62,11 +63,11 @@ func newMetrics(reg prometheus.Registerer, constLabels map[string]string, buffer
 			Help:        "Calls (Next, NextN) that returned an error to the caller.",
 			ConstLabels: labels,
 		}),
-		endpoints: prometheus.NewGauge(prometheus.GaugeOpts{
+		endpoints: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "snowflake_client_endpoints",
 			Help:        "Workers the client knows (discovered or static), healthy or not.",
 			ConstLabels: labels,
-		}),
+		}, endpoints),
 		slotMismatches: prometheus.NewCounter(prometheus.CounterOpts{
 			Name:        "snowflake_client_slot_mismatches_total",
 			Help:        "Replies dropped because an ID was not of the slot the worker's lease node names (a stale listing, or a forged lease node); the worker is backed off.",

@@ -28,3 +28,23 @@ func TestConstLabelsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointsGaugeIsTheWorkerSet: snowflake_client_endpoints reads the
+// worker set itself, not a count kept beside it (#25 item 7).
+func TestEndpointsGaugeIsTheWorkerSet(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Static = []string{"127.0.0.1:1", "127.0.0.1:2"}
+	c, err := New(cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got := value(c.m.endpoints); got != 2 {
+		t.Fatalf("snowflake_client_endpoints = %v, want 2", got)
+	}
+	one := (*c.eps.Load())[:1]
+	c.eps.Store(&one)
+	if got := value(c.m.endpoints); got != 1 {
+		t.Fatalf("snowflake_client_endpoints = %v with one worker in the set, want 1", got)
+	}
+}
