@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
@@ -381,4 +382,123 @@ func TestMetricsTables(t *testing.T) {
 		t.Errorf("%s is registered and in no metrics table", m)
 	}
 	t.Logf("%d metrics registered, %d in the tables", len(reg), len(seen))
+}
+
+// runbookSections are deploy/runbook.md's sections by heading, each with
+// its text up to the next heading of any level.
+func runbookSections(t *testing.T) (map[string]string, string) {
+	t.Helper()
+	b, err := os.ReadFile(repoFile("deploy/runbook.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]string{}
+	var head string
+	var body strings.Builder
+	for _, l := range strings.Split(string(b), "\n") {
+		if h, ok := strings.CutPrefix(strings.TrimLeft(l, "#"), " "); ok && strings.HasPrefix(l, "#") {
+			sections[head] = body.String()
+			head = strings.TrimSpace(h)
+			body.Reset()
+			continue
+		}
+		body.WriteString(l + "\n")
+	}
+	sections[head] = body.String()
+	return sections, string(b)
+}
+
+// TestRunbookCoversAlertsAndLossReasons: every alert of
+// deploy/prometheus/rules.yml has a runbook section headed with its name,
+// which its runbook_url points at, and the SnowflakeLeaseLost section names
+// every reason the coordinator counts lease losses by (read from its
+// registry: the reasons are exported at 0 from the start).
+func TestRunbookCoversAlertsAndLossReasons(t *testing.T) {
+	sections, _ := runbookSections(t)
+	rules, err := os.ReadFile(repoFile("deploy/prometheus/rules.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alertRE := regexp.MustCompile(`(?m)^\s*- alert: (\w+)\s*$`)
+	urlRE := regexp.MustCompile(`runbook_url: \S*deploy/runbook\.md#(\S+)`)
+	blocks := alertRE.FindAllStringSubmatchIndex(string(rules), -1)
+	if len(blocks) < 5 {
+		t.Fatalf("rules.yml: %d alerts found", len(blocks))
+	}
+	for i, m := range blocks {
+		name := string(rules[m[2]:m[3]])
+		end := len(rules)
+		if i+1 < len(blocks) {
+			end = blocks[i+1][0]
+		}
+		if _, ok := sections[name]; !ok {
+			t.Errorf("alert %s has no runbook section headed %q", name, name)
+		}
+		u := urlRE.FindSubmatch(rules[m[0]:end])
+		if u == nil || string(u[1]) != strings.ToLower(name) {
+			t.Errorf("alert %s: runbook_url anchor %q, want #%s", name, u, strings.ToLower(name))
+		}
+	}
+
+	mfs, err := daemonRegistry(t).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	for _, mf := range mfs {
+		if mf.GetName() != "snowflake_coordinator_lease_losses_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "reason" {
+					reasons = append(reasons, lp.GetValue())
+				}
+			}
+		}
+	}
+	if len(reasons) < 3 {
+		t.Fatalf("snowflake_coordinator_lease_losses_total has reasons %v: not read from the registry", reasons)
+	}
+	lost := sections["SnowflakeLeaseLost"]
+	for _, r := range reasons {
+		if !strings.Contains(lost, "`"+r+"`") {
+			t.Errorf("the runbook's SnowflakeLeaseLost section does not name the lease-loss reason `%s`", r)
+		}
+	}
+}
+
+// TestRunbookFollowsDefaults: wherever the runbook gives a flag's value as
+// its default ("`--horizon` (default 40 s)", "`--session-timeout`, 6 s"),
+// it is snowflaked's default.
+func TestRunbookFollowsDefaults(t *testing.T) {
+	o, err := parseFlags([]string{"-h"}, io.Discard)
+	if err != errHelp {
+		t.Fatalf("parseFlags -h: %v", err)
+	}
+	_, text := runbookSections(t)
+	text = strings.Join(strings.Fields(text), " ")
+	re := regexp.MustCompile("`--([a-z-]+)`,? \\((?:default )?([0-9.]+) ?(ms|s|m)\\)|`--([a-z-]+)`, ([0-9.]+) ?(ms|s|m)\\b")
+	n := 0
+	for _, m := range re.FindAllStringSubmatch(text, -1) {
+		name, num, unit := m[1], m[2], m[3]
+		if name == "" {
+			name, num, unit = m[4], m[5], m[6]
+		}
+		f := o.fs.Lookup(name)
+		if f == nil {
+			t.Errorf("runbook: %q names no snowflaked flag", m[0])
+			continue
+		}
+		n++
+		said, err1 := time.ParseDuration(num + unit)
+		def, err2 := time.ParseDuration(f.DefValue)
+		if err1 != nil || err2 != nil || said != def {
+			t.Errorf("runbook: %q, but --%s defaults to %s", m[0], name, f.DefValue)
+		}
+	}
+	if n == 0 {
+		t.Fatal("the runbook gives no flag's default: the pattern no longer matches how it writes them")
+	}
+	t.Logf("%d defaults checked", n)
 }
