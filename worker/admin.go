@@ -62,7 +62,7 @@ func (s *Server) readyLine() (string, bool) {
 		return "draining (shutting down: in-flight requests finish, no new ones)", false
 	}
 	if s.leaving.Load() {
-		return "shutting_down (still serving IDs until the shutdown delay ends)", false
+		return "shutting_down (shutting down: still serving IDs until the shutdown delay ends)", false
 	}
 	r := s.lease.Readiness()
 	if r.Reason == coordinator.ReasonNoLease {
