@@ -327,9 +327,6 @@ func documentedLabels(cell string) []string {
 // table row names a metric as `name` or `name{label,...}` in its first
 // cell; a labels column, when the table has one, gives the labels instead.
 func TestMetricsTables(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a daemon's registry (-short)")
-	}
 	reg := registered(t)
 	if len(reg) < 30 {
 		t.Fatalf("found %d registered metrics: too few, the registries were not read", len(reg))
