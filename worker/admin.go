@@ -36,12 +36,11 @@ func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
 	open.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		if reason := s.notReadyReason(s.lease.Readiness()); reason != "" {
+		body, ready := s.readyLine(s.lease.Readiness())
+		if !ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "not ready:", reason)
-			return
 		}
-		fmt.Fprintln(w, "ready")
+		fmt.Fprintln(w, body)
 	})
 	s.handleSlots(mux) // slots.go: /slots and /slots.json, the slot map drawn and as JSON
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, _ *http.Request) {
@@ -54,20 +53,21 @@ func (s *Server) Handler(g prometheus.Gatherer) http.Handler {
 	return open
 }
 
-// notReadyReason is "" when ready, given r, the lease's verdict: the one
-// decision /readyz answers and Status reports as ready.
-func (s *Server) notReadyReason(r coordinator.Readiness) string {
+// readyLine is /readyz's one line, given r, the lease's verdict: the reason
+// as its first word (ready, draining, shutting_down, or the lease's:
+// no_lease, ceiling_passed, clock_back, skew), so that a probe's log or a
+// runbook can match on it, then the figures it was reached from. Its bool
+// is the one decision /readyz answers and Status reports as ready.
+func (s *Server) readyLine(r coordinator.Readiness) (string, bool) {
 	if s.draining.Load() {
-		return "draining (shutting down)"
+		return "draining (shutting down: in-flight requests finish, no new ones)", false
 	}
 	if s.leaving.Load() {
-		return "shutting down (still serving IDs until the shutdown delay ends)"
+		return "shutting_down (shutting down: still serving IDs until the shutdown delay ends)", false
 	}
-	switch {
-	case r.Ready():
-		return ""
-	case r.Slot == "" || r.State != coordinator.StateServing:
-		return "no lease (state " + r.State + ")"
+	if r.Reason == coordinator.ReasonNoLease {
+		return fmt.Sprintf("%s (state %s)", coordinator.ReasonNoLease, r.State), false
 	}
-	return fmt.Sprintf("lease %s not ready (state %s, ceiling_ms %d, skew_ms %d)", r.Slot, r.State, r.CeilingMs, r.SkewMs)
+	return fmt.Sprintf("%s (slot %s, state %s, now_ms %d, ceiling_ms %d, last_issued_ms %d, skew_ms %d)",
+		r.Reason, r.Slot, r.State, r.NowMs, r.CeilingMs, r.LastIssuedMs, r.SkewMs), r.Ready()
 }

@@ -646,7 +646,7 @@ func TestNoZooKeeper(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 503 || !strings.Contains(string(b), "no lease") {
+	if resp.StatusCode != 503 || !strings.HasPrefix(string(b), "no_lease (state connecting)") {
 		t.Fatalf("/readyz = %d %q, want 503", resp.StatusCode, b)
 	}
 }

@@ -39,7 +39,7 @@ func (s *Server) Status() Status {
 		Draining:         s.draining.Load(),
 		Started:          s.started,
 	}
-	st.Ready = s.notReadyReason(r) == ""
+	_, st.Ready = s.readyLine(r)
 	return st
 }
 

@@ -97,6 +97,8 @@ type daemon struct {
 	tls *tlsSide
 	// ids serves IDs over HTTP (--http-ids); nil without.
 	ids *httpIDs
+	// reg holds every metric the daemon exports (what /metrics serves).
+	reg *prometheus.Registry
 }
 
 func newDaemon(o *options, log hclog.Logger) (_ *daemon, err error) {
@@ -187,7 +189,7 @@ func newDaemon(o *options, log hclog.Logger) (_ *daemon, err error) {
 		"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
 	d := &daemon{
 		log: log, ln: ln, httpLn: srv.AdminListener(httpLn), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout,
-		shutdownDelay: o.shutdownDelay, tls: side, ids: ids,
+		shutdownDelay: o.shutdownDelay, tls: side, ids: ids, reg: reg,
 		httpSrv: srv.AdminServer(srv.Handler(reg)),
 	}
 	// Always there: SIGHUP's default action would kill the worker with no
