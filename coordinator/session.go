@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -87,20 +88,18 @@ func (c *Coordinator) call(ctx context.Context, d time.Duration, fn func() error
 	if d <= 0 {
 		d = c.cfg.callTimeout()
 	}
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case err := <-done:
+	tctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	answered, err := zkconn.Call(tctx, fn)
+	switch {
+	case answered:
 		return err
-	case <-t.C:
-		return fmt.Errorf("%w after %v", ErrCallTimeout, d)
-	case <-ctx.Done():
+	case ctx.Err() != nil:
 		// Abandoned like a timeout: the outcome is unknown, and fn may
 		// still write its results.
 		return fmt.Errorf("%w: %w", ErrCallTimeout, ctx.Err())
 	}
+	return fmt.Errorf("%w after %v", ErrCallTimeout, d)
 }
 
 // stopAt is when Run's ctx ended, the start of the shutdown that
