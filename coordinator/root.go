@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -104,18 +103,6 @@ func (c Config) withinBound(info RootInfo) error {
 		return fmt.Errorf("%w: max skew %v exceeds the root's max_skew_ms %v; lower --max-skew, or make the fleet with snowflakectl init --max-skew", ErrAboveRootBound, c.MaxSkew, k)
 	}
 	return nil
-}
-
-// decodeRoot reads the root's JSON and refuses a root this build cannot use.
-func decodeRoot(root string, data []byte) (RootInfo, error) {
-	var info RootInfo
-	if err := json.Unmarshal(data, &info); err != nil || len(data) == 0 {
-		return RootInfo{}, fmt.Errorf("%w: root %s holds no layout JSON (%v)", ErrLayoutMismatch, root, err)
-	}
-	if err := info.Compatible(); err != nil {
-		return RootInfo{}, fmt.Errorf("root %s: %w", root, err)
-	}
-	return info, nil
 }
 
 // checkTree returns ErrDamaged naming the first of the root, leases/ and
