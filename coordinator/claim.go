@@ -43,7 +43,7 @@ type lease struct {
 // retrying cannot fix, or wrapping ErrDamaged when the tree is missing a
 // node (the root may have been made again, with other ranges or bounds:
 // Run reads it again before claiming).
-func (s *session) claim(ctx context.Context) (*lease, error) {
+func (s *claimer) claim(ctx context.Context) (*lease, error) {
 	c := s.c
 	start := time.Now()
 	c.setState(StateClaiming)
@@ -168,7 +168,7 @@ func fatal(err error) bool {
 
 // list reads leases/, arming the one-shot watch if none is armed: re-arming
 // on every read would add a watcher each time until the next change.
-func (s *session) list(ctx context.Context) ([]string, error) {
+func (s *claimer) list(ctx context.Context) ([]string, error) {
 	var (
 		names []string
 		w     <-chan zk.Event
@@ -176,7 +176,7 @@ func (s *session) list(ctx context.Context) ([]string, error) {
 	armed := s.watch != nil
 	s.c.lists.Add(1)
 	s.c.m.lists.Inc()
-	err := s.c.call(ctx, 0, func() (err error) {
+	err := s.call(ctx, 0, func() (err error) {
 		if armed {
 			names, _, err = s.conn.Children(zklayout.LeasesPath(s.c.cfg.Root))
 		} else {
@@ -198,7 +198,7 @@ func (s *session) list(ctx context.Context) ([]string, error) {
 // may be a later session than the create's: go-zookeeper sends a call
 // queued during a partition on the next session, so orphans are known by
 // GUID alone and looked for in every listing, whichever session made it.
-func (s *session) cleanOrphans(ctx context.Context, names []string) {
+func (s *claimer) cleanOrphans(ctx context.Context, names []string) {
 	if len(s.orphans) == 0 {
 		return
 	}
@@ -217,7 +217,7 @@ func (s *session) cleanOrphans(ctx context.Context, names []string) {
 
 // candidates are the slots this worker may claim: inside the fleet's
 // datacenters, and inside --datacenter when pinned.
-func (s *session) candidates() []snowflake.Slot {
+func (s *claimer) candidates() []snowflake.Slot {
 	lo, hi := 0, snowflake.Slots
 	if dc := s.c.cfg.Datacenter; dc >= 0 {
 		lo, hi = dc*(snowflake.MaxMachine+1), (dc+1)*(snowflake.MaxMachine+1)
@@ -234,7 +234,7 @@ func (s *session) candidates() []snowflake.Slot {
 }
 
 // freeSlots are the candidate slots no lease node names.
-func (s *session) freeSlots(names []string) []snowflake.Slot {
+func (s *claimer) freeSlots(names []string) []snowflake.Slot {
 	held := zklayout.Holders(names)
 	now := time.Now()
 	cands := s.candidates()
@@ -256,7 +256,7 @@ func (s *session) freeSlots(names []string) []snowflake.Slot {
 }
 
 // avoidSlot leaves sl alone until then.
-func (s *session) avoidSlot(sl snowflake.Slot, until time.Time) {
+func (s *claimer) avoidSlot(sl snowflake.Slot, until time.Time) {
 	if s.avoid == nil {
 		s.avoid = map[snowflake.Slot]time.Time{}
 	}
@@ -266,7 +266,7 @@ func (s *session) avoidSlot(sl snowflake.Slot, until time.Time) {
 // refuse avoids a slot whose node ZooKeeper refused our read or write (an
 // ACL changed, say) for refusedAvoid, and says so at error: no worker with
 // our credentials can serve it until an operator puts the ACL right.
-func (s *session) refuse(sl snowflake.Slot, err error) {
+func (s *claimer) refuse(sl snowflake.Slot, err error) {
 	s.c.log.Error("zookeeper refuses our access to the slot node; avoiding the slot",
 		"slot", sl, "path", zklayout.SlotPath(s.c.cfg.Root, sl), "for", refusedAvoid, "error", err)
 	s.avoidSlot(sl, time.Now().Add(refusedAvoid))
@@ -278,7 +278,7 @@ func (s *session) refuse(sl snowflake.Slot, err error) {
 
 // allRefused is an ErrSlotsRefused error when every candidate slot has
 // refused us within refusedAvoid: standing by for one to free cannot help.
-func (s *session) allRefused() error {
+func (s *claimer) allRefused() error {
 	if len(s.refused) == 0 {
 		return nil
 	}
@@ -330,7 +330,7 @@ func herdDelay(window time.Duration) time.Duration {
 // then does a standby show itself. One that merely avoids the free slots
 // (reserved too far past its clock, refused, damaged) could take nothing
 // that holders shortening their reservations would free.
-func (s *session) everyHeld(names []string) bool {
+func (s *claimer) everyHeld(names []string) bool {
 	held := zklayout.Holders(names)
 	for _, sl := range s.candidates() {
 		if _, ok := held[sl]; !ok {
@@ -343,7 +343,7 @@ func (s *session) everyHeld(names []string) bool {
 // standby waits for a change of leases/ (the watch) and then a jitter, a
 // periodic re-list, or ctx. Its standby node is shown while every
 // candidate slot is held (allHeld), and hidden otherwise.
-func (s *session) standby(ctx context.Context, allHeld bool) {
+func (s *claimer) standby(ctx context.Context, allHeld bool) {
 	c := s.c
 	if c.getState() != StateStandby {
 		c.log.Info("every slot is held; standing by", "datacenter", c.cfg.Datacenter)
@@ -370,7 +370,7 @@ func (s *session) standby(ctx context.Context, allHeld bool) {
 
 // createLease creates the protected ephemeral sequential node of slot and
 // confirms that our current session owns it.
-func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease, error) {
+func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*lease, error) {
 	c := s.c
 	var g [16]byte
 	_, _ = rand.Read(g[:])
@@ -378,36 +378,17 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	prefix := zklayout.LeasesPath(c.cfg.Root) + "/" + protectedPrefix + guid + "-" + slot.String() + "-"
 	now := time.Now()
 	data := zklayout.EncodeLease(c.leaseData(now))
-	var created string
 	c.creates.Add(1)
 	c.m.creates.Inc()
 	sendMs := c.nowMs()
-	err := c.call(ctx, 0, func() (err error) {
-		created, err = s.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.acl)
-		return err
-	})
+	created, err := s.createProtected(ctx, prefix, guid, data, c.acl)
 	recvMs := c.nowMs()
 	if err != nil {
-		if unknownOutcome(err) {
-			s.addOrphan(guid)
-		}
 		return nil, fmt.Errorf("create lease node for %s: %w", slot, err)
 	}
-	var (
-		ok bool
-		st *zk.Stat
-	)
-	err = c.call(ctx, 0, func() (err error) { ok, st, err = s.conn.Exists(created); return })
+	st, err := s.confirmOwned(ctx, created, guid)
 	if err != nil {
-		s.addOrphan(guid)
-		return nil, fmt.Errorf("check lease node %s: %w", created, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("lease node %s vanished: its session ended", created)
-	}
-	if cur := s.conn.SessionID(); st.EphemeralOwner != cur {
-		s.deletePath(ctx, created)
-		return nil, fmt.Errorf("lease node %s belongs to session %x, not our session %x", created, st.EphemeralOwner, cur)
+		return nil, err
 	}
 	// The leader stamped the node's ctime within our create: the skew is
 	// known before the claim's first reservation.
@@ -434,7 +415,7 @@ func hostname() string {
 // given up (lost, the wait was too long, the slot node is missing) and its
 // node deleted; an error wrapping ErrDamaged means slots/ (or more) is
 // missing.
-func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
+func (s *claimer) reserve(ctx context.Context, l *lease) (bool, error) {
 	c := s.c
 	if err := s.slotTrusted(ctx, l.slot); err != nil {
 		s.refuse(l.slot, err)
@@ -538,7 +519,7 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 // waitPast waits until the clock is past R, the stored reservation; false
 // if that is further than MaxReservationWait (a clock behind, or a horizon
 // longer than the wait): the slot is then avoided for that long.
-func (s *session) waitPast(ctx context.Context, l *lease, R int64) bool {
+func (s *claimer) waitPast(ctx context.Context, l *lease, R int64) bool {
 	c := s.c
 	gap := time.Duration(R-c.nowMs()) * time.Millisecond
 	if gap < 0 {

@@ -36,13 +36,13 @@ func (c *Coordinator) reservedUntilH(now, floor int64, horizon time.Duration) in
 }
 
 // readSlot reads a slot node; exists is false when it is missing (damage).
-func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exists bool, err error) {
+func (s *claimer) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exists bool, err error) {
 	var (
 		data []byte
 		st   *zk.Stat
 	)
 	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
-	err = s.c.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(sp); return })
+	err = s.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(sp); return })
 	if errors.Is(err, zk.ErrNoNode) {
 		return SlotRecord{}, false, nil
 	}
@@ -60,7 +60,7 @@ func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exist
 // writeSlot writes rec, naming l's node as its holder, into l's slot node
 // at version, fenced by l's lease node. It never makes the slot node: every
 // one is made with the root, and a missing one is damage.
-func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, version int32) (*zk.Stat, writeResult, error) {
+func (s *claimer) writeSlot(ctx context.Context, l *lease, rec SlotRecord, version int32) (*zk.Stat, writeResult, error) {
 	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
 	rec.Holder = l.name
 	return s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: encodeSlot(rec), Version: version})
@@ -76,7 +76,7 @@ const badSlotAvoid = time.Minute
 
 // badSlot avoids a slot whose node does not decode, says so at error and
 // counts it for an alert: nobody may serve it until an operator repairs it.
-func (s *session) badSlot(sl snowflake.Slot, err error) {
+func (s *claimer) badSlot(sl snowflake.Slot, err error) {
 	s.c.m.undecodable.Inc()
 	s.c.log.Error("slot node does not decode; avoiding the slot until it is repaired",
 		"slot", sl, "path", zklayout.SlotPath(s.c.cfg.Root, sl), "for", badSlotAvoid, "error", err)
@@ -118,9 +118,9 @@ func refusal(err error) bool {
 // fenced runs Multi(Check(our lease node), op): op applies only while our
 // lease node exists, so a holder that lost its lease (or a call resent on a
 // new session after expiry) can never write the slot.
-func (s *session) fenced(ctx context.Context, l *lease, op any) (*zk.Stat, writeResult, error) {
+func (s *claimer) fenced(ctx context.Context, l *lease, op any) (*zk.Stat, writeResult, error) {
 	var resp []zk.MultiResponse
-	err := s.c.call(ctx, 0, func() (err error) {
+	err := s.call(ctx, 0, func() (err error) {
 		resp, err = s.conn.Multi(&zk.CheckVersionRequest{Path: l.path, Version: -1}, op)
 		return err
 	})

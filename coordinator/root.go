@@ -28,7 +28,7 @@ var errRootFilling = errors.New("root is still being filled by snowflakectl init
 // layout, one whose bound this worker's config exceeds, one whose fleet
 // overlaps another, or (with credentials) a tree the world may write
 // (ErrUntrustedTree). Damage and transient errors are retried until ctx ends.
-func (s *session) checkRoot(ctx context.Context) error {
+func (s *claimer) checkRoot(ctx context.Context) error {
 	for {
 		err := s.tryCheckRoot(ctx)
 		if err == nil {
@@ -58,13 +58,13 @@ func (s *session) checkRoot(ctx context.Context) error {
 	}
 }
 
-func (s *session) tryCheckRoot(ctx context.Context) error {
+func (s *claimer) tryCheckRoot(ctx context.Context) error {
 	root := s.c.cfg.Root
 	var (
 		data []byte
 		st   *zk.Stat
 	)
-	err := s.c.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(root); return })
+	err := s.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(root); return })
 	if errors.Is(err, zk.ErrNoNode) {
 		return &damage{kind: "root", path: root}
 	}
@@ -107,11 +107,11 @@ func (c Config) withinBound(info RootInfo) error {
 
 // checkTree returns ErrDamaged naming the first of the root, leases/ and
 // slots/ that is missing.
-func (s *session) checkTree(ctx context.Context) error {
+func (s *claimer) checkTree(ctx context.Context) error {
 	root := s.c.cfg.Root
 	for i, p := range []string{root, zklayout.LeasesPath(root), zklayout.SlotsPath(root)} {
 		var ok bool
-		if err := s.c.call(ctx, 0, func() (err error) { ok, _, err = s.conn.Exists(p); return }); err != nil {
+		if err := s.call(ctx, 0, func() (err error) { ok, _, err = s.conn.Exists(p); return }); err != nil {
 			return fmt.Errorf("check %s: %w", p, err)
 		}
 		if !ok {
@@ -161,7 +161,7 @@ func (c *Coordinator) treeMissing(err error) {
 // slotMissing refuses a slot whose node is missing: its history is lost,
 // and a holder starting at floor 0 could repeat IDs. The slot is avoided
 // for missingSlotAvoid, then looked at again.
-func (s *session) slotMissing(l *lease) {
+func (s *claimer) slotMissing(l *lease) {
 	if s.avoid == nil {
 		s.avoid = map[snowflake.Slot]time.Time{}
 	}
