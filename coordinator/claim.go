@@ -132,6 +132,12 @@ func (s *claimer) claim(ctx context.Context) (*lease, error) {
 			continue
 		}
 		ok, err := s.reserve(ctx, l)
+		if u, unusable := unusableSlot(err); unusable {
+			s.avoidSlot(u)
+			s.deleteLease(ctx, l)
+			fresh = false
+			continue
+		}
 		if errors.Is(err, ErrDamaged) {
 			s.deleteLease(ctx, l)
 			return nil, err // Run reads the root again
@@ -152,14 +158,6 @@ func (s *claimer) claim(ctx context.Context) (*lease, error) {
 		return l, nil
 	}
 }
-
-// ErrSlotsRefused: ZooKeeper refuses our writes to every slot this worker
-// may claim (their ACLs were changed, say), so claiming again cannot help.
-var ErrSlotsRefused = errors.New("zookeeper refuses our writes to every slot this worker may claim")
-
-// refusedAvoid is how long a slot whose node refused our write is left
-// alone: long enough not to hammer it, short enough to notice a fixed ACL.
-const refusedAvoid = time.Minute
 
 // fatal: errors that retrying cannot fix.
 func fatal(err error) bool {
@@ -243,55 +241,15 @@ func (s *claimer) freeSlots(names []string) []snowflake.Slot {
 		if _, ok := held[sl]; ok {
 			continue
 		}
-		if until, ok := s.avoid[sl]; ok {
-			if now.Before(until) {
+		if a, ok := s.avoid[sl]; ok {
+			if now.Before(a.until) {
 				continue
 			}
 			delete(s.avoid, sl)
-			delete(s.refused, sl)
 		}
 		free = append(free, sl)
 	}
 	return free
-}
-
-// avoidSlot leaves sl alone until then.
-func (s *claimer) avoidSlot(sl snowflake.Slot, until time.Time) {
-	if s.avoid == nil {
-		s.avoid = map[snowflake.Slot]time.Time{}
-	}
-	s.avoid[sl] = until
-}
-
-// refuse avoids a slot whose node ZooKeeper refused our read or write (an
-// ACL changed, say) for refusedAvoid, and says so at error: no worker with
-// our credentials can serve it until an operator puts the ACL right.
-func (s *claimer) refuse(sl snowflake.Slot, err error) {
-	s.c.log.Error("zookeeper refuses our access to the slot node; avoiding the slot",
-		"slot", sl, "path", zklayout.SlotPath(s.c.cfg.Root, sl), "for", refusedAvoid, "error", err)
-	s.avoidSlot(sl, time.Now().Add(refusedAvoid))
-	if s.refused == nil {
-		s.refused = map[snowflake.Slot]error{}
-	}
-	s.refused[sl] = err
-}
-
-// allRefused is an ErrSlotsRefused error when every candidate slot has
-// refused us within refusedAvoid: standing by for one to free cannot help.
-func (s *claimer) allRefused() error {
-	if len(s.refused) == 0 {
-		return nil
-	}
-	now := time.Now()
-	var last error
-	for _, sl := range s.candidates() {
-		err, ok := s.refused[sl]
-		if !ok || !now.Before(s.avoid[sl]) {
-			return nil
-		}
-		last = err
-	}
-	return fmt.Errorf("%w (%d slots; last: %w)", ErrSlotsRefused, len(s.refused), last)
 }
 
 // The standby herd: every standby is told of every change of leases/, and
@@ -412,15 +370,14 @@ func hostname() string {
 // reserve makes the claim's fenced reservation: it reads the slot, waits
 // for the clock to pass the stored reservation R, then writes
 // reservedUntil(now, R) fenced by our lease node. false means the lease is
-// given up (lost, the wait was too long, the slot node is missing) and its
-// node deleted; an error wrapping ErrDamaged means slots/ (or more) is
-// missing.
+// given up: its node deleted (lost, the wait was too long), or, with a
+// *slotUnusable (the slot refused us, does not decode, is missing, is
+// reserved too far ahead), left for the claim loop to delete. An error
+// wrapping ErrDamaged means slots/ (or more) is missing.
 func (s *claimer) reserve(ctx context.Context, l *lease) (bool, error) {
 	c := s.c
 	if err := s.slotTrusted(ctx, l.slot); err != nil {
-		s.refuse(l.slot, err)
-		s.deleteLease(ctx, l)
-		return false, nil
+		return false, refusedSlot(l.slot, err)
 	}
 	attempted := false // a write of ours may have landed
 	var seenVersion int32 = -2
@@ -431,31 +388,28 @@ func (s *claimer) reserve(ctx context.Context, l *lease) (bool, error) {
 		if s.conn.SessionID() != l.session {
 			return false, nil // the session, and our node with it, is gone
 		}
-		rec, exists, err := s.readSlot(ctx, l)
-		if err != nil {
-			if errors.Is(err, errBadSlotNode) {
-				s.badSlot(l.slot, err)
-				s.deleteLease(ctx, l)
-				return false, nil
-			}
-			if errors.Is(err, zk.ErrNoAuth) {
-				s.refuse(l.slot, err)
-				s.deleteLease(ctx, l)
-				return false, nil
-			}
-			if fatal(err) {
-				return false, err
-			}
+		rec, ours, err := s.adoptIfOurs(ctx, l)
+		u, unusable := unusableSlot(err)
+		missing := unusable && u.why == slotMissing
+		switch {
+		case missing:
+		case unusable:
+			return false, u // the slot node does not decode
+		case errors.Is(err, zk.ErrNoAuth):
+			return false, refusedSlot(l.slot, err)
+		case fatal(err):
+			return false, err
+		case err != nil:
 			sleep(ctx, 100*time.Millisecond)
 			continue
 		}
-		if exists && rec.Holder == l.name {
+		if ours {
 			// Our own write landed although its answer was lost: adopt it.
-			l.version, l.ceiling = rec.Version, rec.ReservedUntilMs
+			l.ceiling = rec.ReservedUntilMs
 			return true, nil
 		}
 		version := int32(-1)
-		if exists {
+		if !missing {
 			version = rec.Version
 		}
 		if attempted && version != seenVersion {
@@ -464,21 +418,22 @@ func (s *claimer) reserve(ctx context.Context, l *lease) (bool, error) {
 			return false, nil
 		}
 		seenVersion = version
-		if !exists {
+		if missing {
 			// Every slot node exists from the root's creation on: its
 			// history was deleted, and floor 0 could repeat IDs.
-			s.deleteLease(ctx, l)
 			if err := s.checkTree(ctx); err != nil {
 				return false, err
 			}
-			s.slotMissing(l)
-			return false, nil
+			return false, u
 		}
 		// The floor is the stored reservation, or the last timestamp the
 		// previous holder recorded if that is higher (a hand edit).
 		R := max(rec.ReservedUntilMs, rec.LastMs)
 		l.floor = R
-		if !s.waitPast(ctx, l, R) {
+		if past, err := s.waitPast(ctx, l, R); !past {
+			if err != nil {
+				return false, err
+			}
 			s.deleteLease(ctx, l)
 			return false, nil
 		}
@@ -497,9 +452,7 @@ func (s *claimer) reserve(ctx context.Context, l *lease) (bool, error) {
 			return false, nil
 		case writeFailed:
 			if errors.Is(err, zk.ErrNoAuth) {
-				s.refuse(l.slot, err)
-				s.deleteLease(ctx, l)
-				return false, nil
+				return false, refusedSlot(l.slot, err)
 			}
 			if fatal(err) {
 				return false, err
@@ -518,32 +471,32 @@ func (s *claimer) reserve(ctx context.Context, l *lease) (bool, error) {
 
 // waitPast waits until the clock is past R, the stored reservation; false
 // if that is further than MaxReservationWait (a clock behind, or a horizon
-// longer than the wait): the slot is then avoided for that long.
-func (s *claimer) waitPast(ctx context.Context, l *lease, R int64) bool {
+// longer than the wait), with a *slotUnusable: the slot is to be avoided
+// for that long.
+func (s *claimer) waitPast(ctx context.Context, l *lease, R int64) (bool, error) {
 	c := s.c
 	gap := time.Duration(R-c.nowMs()) * time.Millisecond
 	if gap < 0 {
-		return true
+		return true, nil
 	}
 	if gap > c.cfg.MaxReservationWait {
 		c.log.Info("slot is reserved too far past our clock; trying another",
 			"slot", l.slot, "reserved_until", time.UnixMilli(R).UTC(), "wait", gap, "max_wait", c.cfg.MaxReservationWait)
 		// Not for the whole gap: the clock may be put right meanwhile.
-		s.avoidSlot(l.slot, time.Now().Add(min(gap, max(c.cfg.MaxReservationWait, time.Second))))
-		return false
+		return false, farSlot(l.slot, min(gap, max(c.cfg.MaxReservationWait, time.Second)))
 	}
 	c.log.Info("waiting for the clock to pass the slot's reservation", "slot", l.slot, "wait", gap)
 	deadline := time.Now().Add(c.cfg.MaxReservationWait + time.Second)
 	for {
 		now := c.nowMs()
 		if now > R {
-			return true
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return false // the clock moved back while we waited
+			return false, nil // the clock moved back while we waited
 		}
 		if !sleep(ctx, min(time.Duration(R-now+1)*time.Millisecond, 100*time.Millisecond)) {
-			return false
+			return false, nil
 		}
 	}
 }

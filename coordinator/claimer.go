@@ -14,11 +14,8 @@ import (
 type claimer struct {
 	c *Coordinator
 	*zkSession
-	// avoid holds slots released for a too-long reservation wait, or
-	// refused, until when.
-	avoid map[snowflake.Slot]time.Time
-	// refused are the avoided slots whose node refused our access, and why.
-	refused map[snowflake.Slot]error
+	// avoid holds the slots found unusable (avoid.go), until when and why.
+	avoid map[snowflake.Slot]avoided
 	// watch is the armed one-shot watch on leases/, if any.
 	watch <-chan zk.Event
 	// relist is the standby's current periodic re-list interval, backed off

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // reservedUntil is the reservation rule: a holder reserves Horizon past its
@@ -35,25 +34,39 @@ func (c *Coordinator) reservedUntilH(now, floor int64, horizon time.Duration) in
 	return max(until, floor)
 }
 
-// readSlot reads a slot node; exists is false when it is missing (damage).
-func (s *claimer) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exists bool, err error) {
+// readSlot reads a slot node; a missing one (damage) or one that does not
+// decode is a *slotUnusable.
+func (s *claimer) readSlot(ctx context.Context, l *lease) (SlotRecord, error) {
 	var (
 		data []byte
 		st   *zk.Stat
 	)
 	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
-	err = s.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(sp); return })
+	err := s.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(sp); return })
 	if errors.Is(err, zk.ErrNoNode) {
-		return SlotRecord{}, false, nil
+		return SlotRecord{}, missingSlot(s.c.cfg.Root, l.slot)
 	}
 	if err != nil {
-		return SlotRecord{}, false, fmt.Errorf("read %s: %w", sp, err)
+		return SlotRecord{}, fmt.Errorf("read %s: %w", sp, err)
 	}
-	rec, err = decodeSlot(data)
+	rec, err := decodeSlot(data)
 	if err != nil {
-		return SlotRecord{}, false, fmt.Errorf("%s: %w: %w", sp, errBadSlotNode, err)
+		return SlotRecord{}, undecodableSlot(l.slot, fmt.Errorf("%s: %w: %w", sp, errBadSlotNode, err))
 	}
 	rec.Version, rec.MtimeMs = st.Version, st.Mtime
+	return rec, nil
+}
+
+// adoptIfOurs reads l's slot where a write of ours may have landed (its
+// answer was lost, or a later one met a bad version): when the slot names
+// l's node, that write landed, and l takes the slot's version (ours). The
+// caller takes the reservation as its own rule says.
+func (s *claimer) adoptIfOurs(ctx context.Context, l *lease) (rec SlotRecord, ours bool, err error) {
+	rec, err = s.readSlot(ctx, l)
+	if err != nil || rec.Holder != l.name {
+		return rec, false, err
+	}
+	l.version = rec.Version
 	return rec, true, nil
 }
 
@@ -69,19 +82,6 @@ func (s *claimer) writeSlot(ctx context.Context, l *lease, rec SlotRecord, versi
 // errBadSlotNode: a slot node holds something other than a slot record (a
 // hand edit, say): its reservation is unknown, so nobody may serve the slot.
 var errBadSlotNode = errors.New("slot node does not decode")
-
-// badSlotAvoid is how long a slot whose node did not decode is left alone
-// before it is read again (an operator may have repaired it).
-const badSlotAvoid = time.Minute
-
-// badSlot avoids a slot whose node does not decode, says so at error and
-// counts it for an alert: nobody may serve it until an operator repairs it.
-func (s *claimer) badSlot(sl snowflake.Slot, err error) {
-	s.c.m.undecodable.Inc()
-	s.c.log.Error("slot node does not decode; avoiding the slot until it is repaired",
-		"slot", sl, "path", zklayout.SlotPath(s.c.cfg.Root, sl), "for", badSlotAvoid, "error", err)
-	s.avoidSlot(sl, time.Now().Add(badSlotAvoid))
-}
 
 // errShortMultiReply: a Multi answered without error but without the
 // results it was asked for.

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -108,7 +107,8 @@ func (s *claimer) hold(ctx context.Context, l *lease) {
 			return
 		case writeConflict:
 			reason := "taken"
-			if errors.Is(err, errBadSlotNode) {
+			if u, unusable := unusableSlot(err); unusable {
+				s.avoidSlot(u) // the slot node does not decode
 				reason = "undecodable"
 			}
 			s.lost(ctx, l, gen, reason, true)
@@ -116,12 +116,16 @@ func (s *claimer) hold(ctx context.Context, l *lease) {
 		case writeFailed:
 			// Refused (the slot node's ACL changed): the ceiling can no longer
 			// be raised, so the lease is worth nothing; claim one we can keep.
-			s.refuse(l.slot, err)
+			if u, unusable := unusableSlot(err); unusable {
+				s.avoidSlot(u)
+			}
 			s.lost(ctx, l, gen, "refused", true)
 			return
 		case writeNoSlot:
 			s.lost(ctx, l, gen, "slot_missing", true)
-			s.slotMissing(l)
+			if u, unusable := unusableSlot(err); unusable {
+				s.avoidSlot(u)
+			}
 			return
 		}
 	}
@@ -183,7 +187,7 @@ func (s *claimer) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 			return writeLeaseGone, err
 		case writeFailed:
 			c.m.renewErrors.WithLabelValues("failed").Inc()
-			return writeFailed, err
+			return writeFailed, refusedSlot(l.slot, err)
 		case writeServerError:
 			// Unknown outcome: l.version stays, so if it did land the next
 			// write meets a bad version and adopts it below.
@@ -198,27 +202,24 @@ func (s *claimer) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 			return writeServerError, err
 		case writeNoSlot:
 			c.m.renewErrors.WithLabelValues("slot_missing").Inc()
-			return writeNoSlot, err
+			return writeNoSlot, missingSlot(c.cfg.Root, l.slot)
 		}
 		// Bad version: if our earlier unanswered write landed, the slot still
 		// names us; adopt its version and reservation and write again.
 		c.m.renewErrors.WithLabelValues("bad_version").Inc()
-		rec, exists, err := s.readSlot(ctx, l)
-		if errors.Is(err, errBadSlotNode) {
-			s.badSlot(l.slot, err)
-			return writeConflict, err
-		}
-		if err != nil {
+		rec, ours, err := s.adoptIfOurs(ctx, l)
+		u, unusable := unusableSlot(err)
+		switch {
+		case unusable && u.why == slotMissing:
+			return writeNoSlot, u
+		case unusable:
+			return writeConflict, u // the slot node does not decode
+		case err != nil:
 			return writeUnknown, err
-		}
-		if !exists {
-			return writeNoSlot, nil
-		}
-		if rec.Holder != l.name || attempt >= 3 {
-			c.log.Warn("slot written by another holder", "slot", l.slot, "holder", rec.Holder, "exists", exists)
+		case !ours || attempt >= 3:
+			c.log.Warn("slot written by another holder", "slot", l.slot, "holder", rec.Holder, "exists", true)
 			return writeConflict, nil
 		}
-		l.version = rec.Version
 		l.ceiling = max(l.ceiling, rec.ReservedUntilMs)
 		gen.SetCeiling(l.ceiling)
 	}

@@ -35,11 +35,9 @@ func (s *claimer) release(l *lease, gen *snowflake.Generator) {
 		if res != writeConflict {
 			break
 		}
-		rec, exists, err := s.readSlot(ctx, l)
-		if err != nil || !exists || rec.Holder != l.name {
+		if _, ours, err := s.adoptIfOurs(ctx, l); err != nil || !ours {
 			break
 		}
-		l.version = rec.Version
 	}
 	deleted := s.deletePath(ctx, l.path)
 	c.mu.Lock()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // ErrAboveRootBound: the worker's Horizon or MaxSkew exceeds the bound its
@@ -138,10 +137,6 @@ func (d *damage) Unwrap() error { return ErrDamaged }
 // again (an operator may have repaired it).
 const damagedRecheck = 5 * time.Second
 
-// missingSlotAvoid is how long a slot whose node is missing is left alone
-// before it is looked at again.
-const missingSlotAvoid = time.Minute
-
 // treeMissing reports a missing node (a *damage in err): an error log and
 // the missing_znodes metric, for an alert.
 func (c *Coordinator) treeMissing(err error) {
@@ -156,15 +151,4 @@ func (c *Coordinator) treeMissing(err error) {
 		fix = "snowflakectl init (see deploy/runbook.md: ZooKeeper lost its data)"
 	}
 	c.log.Error("znode missing: not serving from it, and not re-creating it", "znode", d.path, "fix", fix)
-}
-
-// slotMissing refuses a slot whose node is missing: its history is lost,
-// and a holder starting at floor 0 could repeat IDs. The slot is avoided
-// for missingSlotAvoid, then looked at again.
-func (s *claimer) slotMissing(l *lease) {
-	if s.avoid == nil {
-		s.avoid = map[snowflake.Slot]time.Time{}
-	}
-	s.avoid[l.slot] = time.Now().Add(missingSlotAvoid)
-	s.c.treeMissing(&damage{kind: "slot", path: zklayout.SlotPath(s.c.cfg.Root, l.slot)})
 }
