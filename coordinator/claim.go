@@ -133,18 +133,16 @@ func (s *claimer) claim(ctx context.Context) (*lease, error) {
 		}
 		ok, err := s.reserve(ctx, l)
 		if u, unusable := unusableSlot(err); unusable {
+			// Avoided (and said) before the node goes: whoever sees it
+			// gone finds the slot avoided and the damage counted.
 			s.avoidSlot(u)
 			s.deleteLease(ctx, l)
 			fresh = false
 			continue
 		}
-		if errors.Is(err, ErrDamaged) {
-			s.deleteLease(ctx, l)
-			return nil, err // Run reads the root again
-		}
 		if err != nil {
 			s.deleteLease(ctx, l)
-			return nil, err
+			return nil, err // ErrDamaged: Run reads the root again
 		}
 		if !ok {
 			fresh = false

@@ -93,6 +93,7 @@ func (s *claimer) hold(ctx context.Context, l *lease) {
 		}
 		s.listStandbys(ctx) // a standby waiting shortens this renew
 		res, err := s.renew(ctx, l, gen)
+		u, _ := unusableSlot(err) // why the slot cannot be served, if it cannot
 		switch res {
 		case writeOK:
 			c.setState(StateServing)
@@ -107,7 +108,7 @@ func (s *claimer) hold(ctx context.Context, l *lease) {
 			return
 		case writeConflict:
 			reason := "taken"
-			if u, unusable := unusableSlot(err); unusable {
+			if u != nil {
 				s.avoidSlot(u) // the slot node does not decode
 				reason = "undecodable"
 			}
@@ -116,16 +117,12 @@ func (s *claimer) hold(ctx context.Context, l *lease) {
 		case writeFailed:
 			// Refused (the slot node's ACL changed): the ceiling can no longer
 			// be raised, so the lease is worth nothing; claim one we can keep.
-			if u, unusable := unusableSlot(err); unusable {
-				s.avoidSlot(u)
-			}
+			s.avoidSlot(u)
 			s.lost(ctx, l, gen, "refused", true)
 			return
 		case writeNoSlot:
 			s.lost(ctx, l, gen, "slot_missing", true)
-			if u, unusable := unusableSlot(err); unusable {
-				s.avoidSlot(u)
-			}
+			s.avoidSlot(u)
 			return
 		}
 	}
