@@ -43,7 +43,7 @@ type lease struct {
 // retrying cannot fix, or wrapping ErrDamaged when the tree is missing a
 // node (the root may have been made again, with other ranges or bounds:
 // Run reads it again before claiming).
-func (s *session) claim(ctx context.Context) (*lease, error) {
+func (s *claimer) claim(ctx context.Context) (*lease, error) {
 	c := s.c
 	start := time.Now()
 	c.setState(StateClaiming)
@@ -132,13 +132,17 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 			continue
 		}
 		ok, err := s.reserve(ctx, l)
-		if errors.Is(err, ErrDamaged) {
+		if u, unusable := unusableSlot(err); unusable {
+			// Avoided (and said) before the node goes: whoever sees it
+			// gone finds the slot avoided and the damage counted.
+			s.avoidSlot(u)
 			s.deleteLease(ctx, l)
-			return nil, err // Run reads the root again
+			fresh = false
+			continue
 		}
 		if err != nil {
 			s.deleteLease(ctx, l)
-			return nil, err
+			return nil, err // ErrDamaged: Run reads the root again
 		}
 		if !ok {
 			fresh = false
@@ -152,14 +156,6 @@ func (s *session) claim(ctx context.Context) (*lease, error) {
 	}
 }
 
-// ErrSlotsRefused: ZooKeeper refuses our writes to every slot this worker
-// may claim (their ACLs were changed, say), so claiming again cannot help.
-var ErrSlotsRefused = errors.New("zookeeper refuses our writes to every slot this worker may claim")
-
-// refusedAvoid is how long a slot whose node refused our write is left
-// alone: long enough not to hammer it, short enough to notice a fixed ACL.
-const refusedAvoid = time.Minute
-
 // fatal: errors that retrying cannot fix.
 func fatal(err error) bool {
 	return errors.Is(err, zk.ErrNoAuth) || errors.Is(err, zk.ErrAuthFailed) || errors.Is(err, zk.ErrInvalidACL)
@@ -167,14 +163,14 @@ func fatal(err error) bool {
 
 // list reads leases/, arming the one-shot watch if none is armed: re-arming
 // on every read would add a watcher each time until the next change.
-func (s *session) list(ctx context.Context) ([]string, error) {
+func (s *claimer) list(ctx context.Context) ([]string, error) {
 	var (
 		names []string
 		w     <-chan zk.Event
 	)
 	armed := s.watch != nil
 	s.c.lists.Add(1)
-	err := s.c.call(ctx, 0, func() (err error) {
+	err := s.call(ctx, 0, func() (err error) {
 		if armed {
 			names, _, err = s.conn.Children(zklayout.LeasesPath(s.c.cfg.Root))
 		} else {
@@ -196,7 +192,7 @@ func (s *session) list(ctx context.Context) ([]string, error) {
 // may be a later session than the create's: go-zookeeper sends a call
 // queued during a partition on the next session, so orphans are known by
 // GUID alone and looked for in every listing, whichever session made it.
-func (s *session) cleanOrphans(ctx context.Context, names []string) {
+func (s *claimer) cleanOrphans(ctx context.Context, names []string) {
 	if len(s.orphans) == 0 {
 		return
 	}
@@ -215,7 +211,7 @@ func (s *session) cleanOrphans(ctx context.Context, names []string) {
 
 // candidates are the slots this worker may claim: inside the fleet's
 // datacenters, and inside --datacenter when pinned.
-func (s *session) candidates() []snowflake.Slot {
+func (s *claimer) candidates() []snowflake.Slot {
 	lo, hi := 0, snowflake.Slots
 	if dc := s.c.cfg.Datacenter; dc >= 0 {
 		lo, hi = dc*(snowflake.MaxMachine+1), (dc+1)*(snowflake.MaxMachine+1)
@@ -232,7 +228,7 @@ func (s *session) candidates() []snowflake.Slot {
 }
 
 // freeSlots are the candidate slots no lease node names.
-func (s *session) freeSlots(names []string) []snowflake.Slot {
+func (s *claimer) freeSlots(names []string) []snowflake.Slot {
 	held := zklayout.Holders(names)
 	now := time.Now()
 	cands := s.candidates()
@@ -241,55 +237,15 @@ func (s *session) freeSlots(names []string) []snowflake.Slot {
 		if _, ok := held[sl]; ok {
 			continue
 		}
-		if until, ok := s.avoid[sl]; ok {
-			if now.Before(until) {
+		if a, ok := s.avoid[sl]; ok {
+			if now.Before(a.until) {
 				continue
 			}
 			delete(s.avoid, sl)
-			delete(s.refused, sl)
 		}
 		free = append(free, sl)
 	}
 	return free
-}
-
-// avoidSlot leaves sl alone until then.
-func (s *session) avoidSlot(sl snowflake.Slot, until time.Time) {
-	if s.avoid == nil {
-		s.avoid = map[snowflake.Slot]time.Time{}
-	}
-	s.avoid[sl] = until
-}
-
-// refuse avoids a slot whose node ZooKeeper refused our read or write (an
-// ACL changed, say) for refusedAvoid, and says so at error: no worker with
-// our credentials can serve it until an operator puts the ACL right.
-func (s *session) refuse(sl snowflake.Slot, err error) {
-	s.c.log.Error("zookeeper refuses our access to the slot node; avoiding the slot",
-		"slot", sl, "path", zklayout.SlotPath(s.c.cfg.Root, sl), "for", refusedAvoid, "error", err)
-	s.avoidSlot(sl, time.Now().Add(refusedAvoid))
-	if s.refused == nil {
-		s.refused = map[snowflake.Slot]error{}
-	}
-	s.refused[sl] = err
-}
-
-// allRefused is an ErrSlotsRefused error when every candidate slot has
-// refused us within refusedAvoid: standing by for one to free cannot help.
-func (s *session) allRefused() error {
-	if len(s.refused) == 0 {
-		return nil
-	}
-	now := time.Now()
-	var last error
-	for _, sl := range s.candidates() {
-		err, ok := s.refused[sl]
-		if !ok || !now.Before(s.avoid[sl]) {
-			return nil
-		}
-		last = err
-	}
-	return fmt.Errorf("%w (%d slots; last: %w)", ErrSlotsRefused, len(s.refused), last)
 }
 
 // The standby herd: every standby is told of every change of leases/, and
@@ -328,7 +284,7 @@ func herdDelay(window time.Duration) time.Duration {
 // then does a standby show itself. One that merely avoids the free slots
 // (reserved too far past its clock, refused, damaged) could take nothing
 // that holders shortening their reservations would free.
-func (s *session) everyHeld(names []string) bool {
+func (s *claimer) everyHeld(names []string) bool {
 	held := zklayout.Holders(names)
 	for _, sl := range s.candidates() {
 		if _, ok := held[sl]; !ok {
@@ -341,7 +297,7 @@ func (s *session) everyHeld(names []string) bool {
 // standby waits for a change of leases/ (the watch) and then a jitter, a
 // periodic re-list, or ctx. Its standby node is shown while every
 // candidate slot is held (allHeld), and hidden otherwise.
-func (s *session) standby(ctx context.Context, allHeld bool) {
+func (s *claimer) standby(ctx context.Context, allHeld bool) {
 	c := s.c
 	if c.getState() != StateStandby {
 		c.log.Info("every slot is held; standing by", "datacenter", c.cfg.Datacenter)
@@ -368,7 +324,7 @@ func (s *session) standby(ctx context.Context, allHeld bool) {
 
 // createLease creates the protected ephemeral sequential node of slot and
 // confirms that our current session owns it.
-func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease, error) {
+func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*lease, error) {
 	c := s.c
 	var g [16]byte
 	_, _ = rand.Read(g[:])
@@ -376,35 +332,16 @@ func (s *session) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 	prefix := zklayout.LeasesPath(c.cfg.Root) + "/" + protectedPrefix + guid + "-" + slot.String() + "-"
 	now := time.Now()
 	data := zklayout.EncodeLease(c.leaseData(now))
-	var created string
 	c.creates.Add(1)
 	sendMs := c.nowMs()
-	err := c.call(ctx, 0, func() (err error) {
-		created, err = s.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, c.acl)
-		return err
-	})
+	created, err := s.createProtected(ctx, prefix, guid, data, c.acl)
 	recvMs := c.nowMs()
 	if err != nil {
-		if unknownOutcome(err) {
-			s.addOrphan(guid)
-		}
 		return nil, fmt.Errorf("create lease node for %s: %w", slot, err)
 	}
-	var (
-		ok bool
-		st *zk.Stat
-	)
-	err = c.call(ctx, 0, func() (err error) { ok, st, err = s.conn.Exists(created); return })
+	st, err := s.confirmOwned(ctx, created, guid)
 	if err != nil {
-		s.addOrphan(guid)
-		return nil, fmt.Errorf("check lease node %s: %w", created, err)
-	}
-	if !ok {
-		return nil, fmt.Errorf("lease node %s vanished: its session ended", created)
-	}
-	if cur := s.conn.SessionID(); st.EphemeralOwner != cur {
-		s.deletePath(ctx, created)
-		return nil, fmt.Errorf("lease node %s belongs to session %x, not our session %x", created, st.EphemeralOwner, cur)
+		return nil, err
 	}
 	// The leader stamped the node's ctime within our create: the skew is
 	// known before the claim's first reservation.
@@ -428,15 +365,14 @@ func hostname() string {
 // reserve makes the claim's fenced reservation: it reads the slot, waits
 // for the clock to pass the stored reservation R, then writes
 // reservedUntil(now, R) fenced by our lease node. false means the lease is
-// given up (lost, the wait was too long, the slot node is missing) and its
-// node deleted; an error wrapping ErrDamaged means slots/ (or more) is
-// missing.
-func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
+// given up: its node deleted (lost, the wait was too long), or, with a
+// *slotUnusable (the slot refused us, does not decode, is missing, is
+// reserved too far ahead), left for the claim loop to delete. An error
+// wrapping ErrDamaged means slots/ (or more) is missing.
+func (s *claimer) reserve(ctx context.Context, l *lease) (bool, error) {
 	c := s.c
 	if err := s.slotTrusted(ctx, l.slot); err != nil {
-		s.refuse(l.slot, err)
-		s.deleteLease(ctx, l)
-		return false, nil
+		return false, refusedSlot(l.slot, err)
 	}
 	attempted := false // a write of ours may have landed
 	var seenVersion int32 = -2
@@ -447,31 +383,28 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 		if s.conn.SessionID() != l.session {
 			return false, nil // the session, and our node with it, is gone
 		}
-		rec, exists, err := s.readSlot(ctx, l)
-		if err != nil {
-			if errors.Is(err, errBadSlotNode) {
-				s.badSlot(l.slot, err)
-				s.deleteLease(ctx, l)
-				return false, nil
-			}
-			if errors.Is(err, zk.ErrNoAuth) {
-				s.refuse(l.slot, err)
-				s.deleteLease(ctx, l)
-				return false, nil
-			}
-			if fatal(err) {
-				return false, err
-			}
+		rec, ours, err := s.adoptIfOurs(ctx, l)
+		u, unusable := unusableSlot(err)
+		missing := unusable && u.why == slotMissing
+		switch {
+		case missing:
+		case unusable:
+			return false, u // the slot node does not decode
+		case errors.Is(err, zk.ErrNoAuth):
+			return false, refusedSlot(l.slot, err)
+		case fatal(err):
+			return false, err
+		case err != nil:
 			sleep(ctx, 100*time.Millisecond)
 			continue
 		}
-		if exists && rec.Holder == l.name {
+		if ours {
 			// Our own write landed although its answer was lost: adopt it.
-			l.version, l.ceiling = rec.Version, rec.ReservedUntilMs
+			l.ceiling = rec.ReservedUntilMs
 			return true, nil
 		}
 		version := int32(-1)
-		if exists {
+		if !missing {
 			version = rec.Version
 		}
 		if attempted && version != seenVersion {
@@ -480,21 +413,22 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 			return false, nil
 		}
 		seenVersion = version
-		if !exists {
+		if missing {
 			// Every slot node exists from the root's creation on: its
 			// history was deleted, and floor 0 could repeat IDs.
-			s.deleteLease(ctx, l)
 			if err := s.checkTree(ctx); err != nil {
 				return false, err
 			}
-			s.slotMissing(l)
-			return false, nil
+			return false, u
 		}
 		// The floor is the stored reservation, or the last timestamp the
 		// previous holder recorded if that is higher (a hand edit).
 		R := max(rec.ReservedUntilMs, rec.LastMs)
 		l.floor = R
-		if !s.waitPast(ctx, l, R) {
+		if past, err := s.waitPast(ctx, l, R); !past {
+			if err != nil {
+				return false, err
+			}
 			s.deleteLease(ctx, l)
 			return false, nil
 		}
@@ -513,9 +447,7 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 			return false, nil
 		case writeFailed:
 			if errors.Is(err, zk.ErrNoAuth) {
-				s.refuse(l.slot, err)
-				s.deleteLease(ctx, l)
-				return false, nil
+				return false, refusedSlot(l.slot, err)
 			}
 			if fatal(err) {
 				return false, err
@@ -534,32 +466,32 @@ func (s *session) reserve(ctx context.Context, l *lease) (bool, error) {
 
 // waitPast waits until the clock is past R, the stored reservation; false
 // if that is further than MaxReservationWait (a clock behind, or a horizon
-// longer than the wait): the slot is then avoided for that long.
-func (s *session) waitPast(ctx context.Context, l *lease, R int64) bool {
+// longer than the wait), with a *slotUnusable: the slot is to be avoided
+// for that long.
+func (s *claimer) waitPast(ctx context.Context, l *lease, R int64) (bool, error) {
 	c := s.c
 	gap := time.Duration(R-c.nowMs()) * time.Millisecond
 	if gap < 0 {
-		return true
+		return true, nil
 	}
 	if gap > c.cfg.MaxReservationWait {
 		c.log.Info("slot is reserved too far past our clock; trying another",
 			"slot", l.slot, "reserved_until", time.UnixMilli(R).UTC(), "wait", gap, "max_wait", c.cfg.MaxReservationWait)
 		// Not for the whole gap: the clock may be put right meanwhile.
-		s.avoidSlot(l.slot, time.Now().Add(min(gap, max(c.cfg.MaxReservationWait, time.Second))))
-		return false
+		return false, farSlot(l.slot, min(gap, max(c.cfg.MaxReservationWait, time.Second)))
 	}
 	c.log.Info("waiting for the clock to pass the slot's reservation", "slot", l.slot, "wait", gap)
 	deadline := time.Now().Add(c.cfg.MaxReservationWait + time.Second)
 	for {
 		now := c.nowMs()
 		if now > R {
-			return true
+			return true, nil
 		}
 		if time.Now().After(deadline) {
-			return false // the clock moved back while we waited
+			return false, nil // the clock moved back while we waited
 		}
 		if !sleep(ctx, min(time.Duration(R-now+1)*time.Millisecond, 100*time.Millisecond)) {
-			return false
+			return false, nil
 		}
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -192,7 +191,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer c.setState(StateStopped)
 	defer c.maps.close()
 	c.setState(StateConnecting)
-	var prev *session
+	var prev *claimer
 	for {
 		s, err := c.runSession(ctx, prev)
 		if !errors.Is(err, errRefusedSession) {
@@ -208,11 +207,12 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // time) it returns errRefusedSession and the session, whose rollback
 // history the next one starts from, claiming only once recover (or init)
 // has run.
-func (c *Coordinator) runSession(ctx context.Context, prev *session) (*session, error) {
-	conn, err := zkconn.Connect(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, c.log, c.onEvent)
+func (c *Coordinator) runSession(ctx context.Context, prev *claimer) (*claimer, error) {
+	zs, err := c.dialSession()
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
+	conn := zs.conn
 	c.refused.Store(false)
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
@@ -228,10 +228,9 @@ func (c *Coordinator) runSession(ctx context.Context, prev *session) (*session, 
 		closeBy(conn, by)
 	}()
 	c.conn.Store(conn)
-	s := &session{c: c, conn: conn}
+	s := &claimer{c: c, zkSession: zs}
 	if c.cfg.Auth != "" {
-		// Retried until ZooKeeper answers: a worker may start before it.
-		if err := zkconn.AddAuth(ctx, conn, c.cfg.Auth); err != nil {
+		if err := zs.auth(ctx, c.cfg.Auth); err != nil {
 			if ctx.Err() != nil {
 				return s, nil
 			}

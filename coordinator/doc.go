@@ -52,10 +52,14 @@
 // holders), release.go (seal, lower the reservation, delete the node).
 // Below them: fence.go (the reservation rule, the one helper that writes a
 // reservation, the fenced Multi and how its result is classified, the skew
-// it measures), session.go (one Run's claim state on its ZooKeeper session:
-// events, bounded calls, deleting our nodes), rollback.go and refusal.go (an
-// ensemble seen gone back in time: a lease numbered below one seen, a
-// session refused for its zxid), slotmap.go (the read-only slot map for
+// it measures), avoid.go (a slot found unusable: refused, undecodable,
+// missing or reserved too far ahead, reported by the steps and avoided by
+// the claim and hold loops alone), claimer.go (one Run's claim state on
+// its ZooKeeper session), session.go (that session: dialled, its events,
+// credentials, bounded calls, the protected create and the guaranteed
+// delete of our nodes), rollback.go and refusal.go (an ensemble seen gone
+// back in time: a lease numbered below one seen, a session refused for its
+// zxid), slotmap.go (the read-only slot map for
 // operators) and mapsession.go (the session of its own a Coordinator reads
 // it on), layout.go (the layout names, the root's and the slot nodes'
 // JSON). The operator's side: acl.go (FleetACL, the operator/worker/world

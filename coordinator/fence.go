@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // reservedUntil is the reservation rule: a holder reserves Horizon past its
@@ -35,32 +34,46 @@ func (c *Coordinator) reservedUntilH(now, floor int64, horizon time.Duration) in
 	return max(until, floor)
 }
 
-// readSlot reads a slot node; exists is false when it is missing (damage).
-func (s *session) readSlot(ctx context.Context, l *lease) (rec SlotRecord, exists bool, err error) {
+// readSlot reads a slot node; a missing one (damage) or one that does not
+// decode is a *slotUnusable.
+func (s *claimer) readSlot(ctx context.Context, l *lease) (SlotRecord, error) {
 	var (
 		data []byte
 		st   *zk.Stat
 	)
 	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
-	err = s.c.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(sp); return })
+	err := s.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(sp); return })
 	if errors.Is(err, zk.ErrNoNode) {
-		return SlotRecord{}, false, nil
+		return SlotRecord{}, missingSlot(s.c.cfg.Root, l.slot)
 	}
 	if err != nil {
-		return SlotRecord{}, false, fmt.Errorf("read %s: %w", sp, err)
+		return SlotRecord{}, fmt.Errorf("read %s: %w", sp, err)
 	}
-	rec, err = decodeSlot(data)
+	rec, err := decodeSlot(data)
 	if err != nil {
-		return SlotRecord{}, false, fmt.Errorf("%s: %w: %w", sp, errBadSlotNode, err)
+		return SlotRecord{}, undecodableSlot(l.slot, fmt.Errorf("%s: %w: %w", sp, errBadSlotNode, err))
 	}
 	rec.Version, rec.MtimeMs = st.Version, st.Mtime
+	return rec, nil
+}
+
+// adoptIfOurs reads l's slot where a write of ours may have landed (its
+// answer was lost, or a later one met a bad version): when the slot names
+// l's node, that write landed, and l takes the slot's version (ours). The
+// caller takes the reservation as its own rule says.
+func (s *claimer) adoptIfOurs(ctx context.Context, l *lease) (rec SlotRecord, ours bool, err error) {
+	rec, err = s.readSlot(ctx, l)
+	if err != nil || rec.Holder != l.name {
+		return rec, false, err
+	}
+	l.version = rec.Version
 	return rec, true, nil
 }
 
 // writeSlot writes rec, naming l's node as its holder, into l's slot node
 // at version, fenced by l's lease node. It never makes the slot node: every
 // one is made with the root, and a missing one is damage.
-func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, version int32) (*zk.Stat, writeResult, error) {
+func (s *claimer) writeSlot(ctx context.Context, l *lease, rec SlotRecord, version int32) (*zk.Stat, writeResult, error) {
 	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
 	rec.Holder = l.name
 	return s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: encodeSlot(rec), Version: version})
@@ -69,19 +82,6 @@ func (s *session) writeSlot(ctx context.Context, l *lease, rec SlotRecord, versi
 // errBadSlotNode: a slot node holds something other than a slot record (a
 // hand edit, say): its reservation is unknown, so nobody may serve the slot.
 var errBadSlotNode = errors.New("slot node does not decode")
-
-// badSlotAvoid is how long a slot whose node did not decode is left alone
-// before it is read again (an operator may have repaired it).
-const badSlotAvoid = time.Minute
-
-// badSlot avoids a slot whose node does not decode, says so at error and
-// counts it for an alert: nobody may serve it until an operator repairs it.
-func (s *session) badSlot(sl snowflake.Slot, err error) {
-	s.c.m.undecodable.Inc()
-	s.c.log.Error("slot node does not decode; avoiding the slot until it is repaired",
-		"slot", sl, "path", zklayout.SlotPath(s.c.cfg.Root, sl), "for", badSlotAvoid, "error", err)
-	s.avoidSlot(sl, time.Now().Add(badSlotAvoid))
-}
 
 // errShortMultiReply: a Multi answered without error but without the
 // results it was asked for.
@@ -118,9 +118,9 @@ func refusal(err error) bool {
 // fenced runs Multi(Check(our lease node), op): op applies only while our
 // lease node exists, so a holder that lost its lease (or a call resent on a
 // new session after expiry) can never write the slot.
-func (s *session) fenced(ctx context.Context, l *lease, op any) (*zk.Stat, writeResult, error) {
+func (s *claimer) fenced(ctx context.Context, l *lease, op any) (*zk.Stat, writeResult, error) {
 	var resp []zk.MultiResponse
-	err := s.c.call(ctx, 0, func() (err error) {
+	err := s.call(ctx, 0, func() (err error) {
 		resp, err = s.conn.Multi(&zk.CheckVersionRequest{Path: l.path, Version: -1}, op)
 		return err
 	})

@@ -156,21 +156,12 @@ func (c *Coordinator) ReadSlotMap(ctx context.Context) (SlotMap, error) {
 	if err != nil {
 		return SlotMap{}, fmt.Errorf("read slot map: %w", err)
 	}
-	type result struct {
-		m   SlotMap
-		err error
+	var m SlotMap
+	answered, err := zkconn.Call(ctx, func() (err error) { m, err = ReadSlotMap(conn, c.cfg.Root); return })
+	if !answered {
+		return SlotMap{}, fmt.Errorf("read slot map: %w (%w)", ErrCallTimeout, err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		m, err := ReadSlotMap(conn, c.cfg.Root)
-		done <- result{m, err}
-	}()
-	select {
-	case r := <-done:
-		return r.m, r.err
-	case <-ctx.Done():
-		return SlotMap{}, fmt.Errorf("read slot map: %w (%w)", ErrCallTimeout, ctx.Err())
-	}
+	return m, err
 }
 
 // Datacenter is the datacenter the coordinator is pinned to, -1 for any.

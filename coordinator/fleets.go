@@ -294,11 +294,11 @@ func fleetRanges(f FleetRoot) string {
 // the call returns, the scan stops reading (a read ZooKeeper holds ends
 // with the session), and checkRoot tries again (the scope unverified, the
 // worker does not serve meanwhile).
-func (s *session) scan(ctx context.Context) (Scan, error) {
+func (s *claimer) scan(ctx context.Context) (Scan, error) {
 	sctx, cancel := context.WithTimeout(ctx, scanTimeout)
 	defer cancel()
 	var res Scan
-	err := s.c.call(sctx, scanTimeout, func() (err error) {
+	err := s.call(sctx, scanTimeout, func() (err error) {
 		res, err = ScanFleetsCtx(sctx, s.conn, s.c.cfg.ScanLimit, s.c.cfg.ScanSkip...)
 		return
 	})
@@ -326,7 +326,7 @@ const scanTimeout = fillTimeout
 // checkScope reads the datacenters the root owns, refuses a pinned
 // datacenter outside them, and refuses to serve when another fleet of the
 // ensemble owns one of them.
-func (s *session) checkScope(ctx context.Context, info RootInfo) error {
+func (s *claimer) checkScope(ctx context.Context, info RootInfo) error {
 	root := s.c.cfg.Root
 	owned, err := info.Owned()
 	if err != nil {

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -16,7 +15,7 @@ import (
 const orphanRelist = 5 * time.Second
 
 // hold serves the lease until it is lost or ctx ends (then it releases).
-func (s *session) hold(ctx context.Context, l *lease) {
+func (s *claimer) hold(ctx context.Context, l *lease) {
 	c := s.c
 	floor := l.floor
 	if floor < snowflake.MinUnixMs {
@@ -94,6 +93,7 @@ func (s *session) hold(ctx context.Context, l *lease) {
 		}
 		s.listStandbys(ctx) // a standby waiting shortens this renew
 		res, err := s.renew(ctx, l, gen)
+		u, _ := unusableSlot(err) // why the slot cannot be served, if it cannot
 		switch res {
 		case writeOK:
 			c.setState(StateServing)
@@ -108,7 +108,8 @@ func (s *session) hold(ctx context.Context, l *lease) {
 			return
 		case writeConflict:
 			reason := "taken"
-			if errors.Is(err, errBadSlotNode) {
+			if u != nil {
+				s.avoidSlot(u) // the slot node does not decode
 				reason = "undecodable"
 			}
 			s.lost(ctx, l, gen, reason, true)
@@ -116,12 +117,12 @@ func (s *session) hold(ctx context.Context, l *lease) {
 		case writeFailed:
 			// Refused (the slot node's ACL changed): the ceiling can no longer
 			// be raised, so the lease is worth nothing; claim one we can keep.
-			s.refuse(l.slot, err)
+			s.avoidSlot(u)
 			s.lost(ctx, l, gen, "refused", true)
 			return
 		case writeNoSlot:
 			s.lost(ctx, l, gen, "slot_missing", true)
-			s.slotMissing(l)
+			s.avoidSlot(u)
 			return
 		}
 	}
@@ -138,7 +139,7 @@ func (s *session) hold(ctx context.Context, l *lease) {
 // its last issued timestamp), then the fenced write of that value. An
 // unknown outcome leaves the higher value stored, which only delays a
 // successor; the generator already stops at the lower one.
-func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator) (writeResult, error) {
+func (s *claimer) renew(ctx context.Context, l *lease, gen *snowflake.Generator) (writeResult, error) {
 	c := s.c
 	waiting := standbyCounts(s.standbyNames, l.slot.Datacenter)
 	h := c.horizonFor(waiting)
@@ -183,7 +184,7 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 			return writeLeaseGone, err
 		case writeFailed:
 			c.m.renewErrors.WithLabelValues("failed").Inc()
-			return writeFailed, err
+			return writeFailed, refusedSlot(l.slot, err)
 		case writeServerError:
 			// Unknown outcome: l.version stays, so if it did land the next
 			// write meets a bad version and adopts it below.
@@ -198,34 +199,31 @@ func (s *session) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 			return writeServerError, err
 		case writeNoSlot:
 			c.m.renewErrors.WithLabelValues("slot_missing").Inc()
-			return writeNoSlot, err
+			return writeNoSlot, missingSlot(c.cfg.Root, l.slot)
 		}
 		// Bad version: if our earlier unanswered write landed, the slot still
 		// names us; adopt its version and reservation and write again.
 		c.m.renewErrors.WithLabelValues("bad_version").Inc()
-		rec, exists, err := s.readSlot(ctx, l)
-		if errors.Is(err, errBadSlotNode) {
-			s.badSlot(l.slot, err)
-			return writeConflict, err
-		}
-		if err != nil {
+		rec, ours, err := s.adoptIfOurs(ctx, l)
+		u, unusable := unusableSlot(err)
+		switch {
+		case unusable && u.why == slotMissing:
+			return writeNoSlot, u
+		case unusable:
+			return writeConflict, u // the slot node does not decode
+		case err != nil:
 			return writeUnknown, err
-		}
-		if !exists {
-			return writeNoSlot, nil
-		}
-		if rec.Holder != l.name || attempt >= 3 {
-			c.log.Warn("slot written by another holder", "slot", l.slot, "holder", rec.Holder, "exists", exists)
+		case !ours || attempt >= 3:
+			c.log.Warn("slot written by another holder", "slot", l.slot, "holder", rec.Holder, "exists", true)
 			return writeConflict, nil
 		}
-		l.version = rec.Version
 		l.ceiling = max(l.ceiling, rec.ReservedUntilMs)
 		gen.SetCeiling(l.ceiling)
 	}
 }
 
 // lost stops serving at once: the generator is sealed before anything else.
-func (s *session) lost(ctx context.Context, l *lease, gen *snowflake.Generator, reason string, deleteNode bool) {
+func (s *claimer) lost(ctx context.Context, l *lease, gen *snowflake.Generator, reason string, deleteNode bool) {
 	c := s.c
 	last := gen.Seal()
 	c.dropGenerator(gen)

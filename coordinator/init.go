@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -117,14 +118,11 @@ func InitRoot(ctx context.Context, conn *zk.Conn, cfg InitConfig) (InitResult, e
 // callCtx runs f, a go-zookeeper call (which has no timeout of its own),
 // returning early when ctx ends.
 func callCtx(ctx context.Context, f func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("init: %w", ctx.Err())
+	answered, err := zkconn.Call(ctx, f)
+	if !answered {
+		return fmt.Errorf("init: %w", err)
 	}
+	return err
 }
 
 // initRoot is tryInitRoot, run again when another init made the root or

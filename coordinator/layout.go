@@ -230,3 +230,24 @@ func encodeRoot(r RootInfo) []byte {
 	b, _ := json.MarshalIndent(r, "", "  ")
 	return b
 }
+
+// decodeRoot reads the root's JSON and refuses a root this build cannot use.
+func decodeRoot(root string, data []byte) (RootInfo, error) {
+	info, err := decodeRootJSON(root, data)
+	if err != nil {
+		return RootInfo{}, err
+	}
+	if err := info.Compatible(); err != nil {
+		return RootInfo{}, fmt.Errorf("root %s: %w", root, err)
+	}
+	return info, nil
+}
+
+// decodeRootJSON reads the root's JSON, whatever layout it names.
+func decodeRootJSON(root string, data []byte) (RootInfo, error) {
+	var info RootInfo
+	if err := json.Unmarshal(data, &info); err != nil || len(data) == 0 {
+		return RootInfo{}, fmt.Errorf("%w: root %s holds no layout JSON (%v)", ErrLayoutMismatch, root, err)
+	}
+	return info, nil
+}

@@ -12,7 +12,7 @@ import (
 // deletes the lease node, so a successor starts at once. It is bounded by
 // ReleaseTimeout from the cancel; on timeout the stored reservation stays
 // and a successor waits it out.
-func (s *session) release(l *lease, gen *snowflake.Generator) {
+func (s *claimer) release(l *lease, gen *snowflake.Generator) {
 	c := s.c
 	c.setState(StateReleasing)
 	last := gen.Seal()
@@ -35,11 +35,9 @@ func (s *session) release(l *lease, gen *snowflake.Generator) {
 		if res != writeConflict {
 			break
 		}
-		rec, exists, err := s.readSlot(ctx, l)
-		if err != nil || !exists || rec.Holder != l.name {
+		if _, ours, err := s.adoptIfOurs(ctx, l); err != nil || !ours {
 			break
 		}
-		l.version = rec.Version
 	}
 	deleted := s.deletePath(ctx, l.path)
 	c.mu.Lock()

@@ -59,7 +59,7 @@ func (r *rollbackWatch) wentBack(name string) (bool, int64) {
 // snowflakectl recover ran after the rollback (a root written later, by
 // ZooKeeper's clock, than our last confirmed write or listing, naming a
 // recovery), or until the root was made again (another czxid or ctime).
-func (s *session) awaitRecover(ctx context.Context, seq int64) error {
+func (s *claimer) awaitRecover(ctx context.Context, seq int64) error {
 	c := s.c
 	c.m.rollbacks.Inc()
 	c.awaitingRecover.Store(true)
@@ -73,7 +73,7 @@ func (s *session) awaitRecover(ctx context.Context, seq int64) error {
 			data []byte
 			st   *zk.Stat
 		)
-		err := c.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(c.cfg.Root); return })
+		err := s.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(c.cfg.Root); return })
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return &damage{kind: "root", path: c.cfg.Root}

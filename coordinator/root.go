@@ -2,14 +2,12 @@ package coordinator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // ErrAboveRootBound: the worker's Horizon or MaxSkew exceeds the bound its
@@ -29,7 +27,7 @@ var errRootFilling = errors.New("root is still being filled by snowflakectl init
 // layout, one whose bound this worker's config exceeds, one whose fleet
 // overlaps another, or (with credentials) a tree the world may write
 // (ErrUntrustedTree). Damage and transient errors are retried until ctx ends.
-func (s *session) checkRoot(ctx context.Context) error {
+func (s *claimer) checkRoot(ctx context.Context) error {
 	for {
 		err := s.tryCheckRoot(ctx)
 		if err == nil {
@@ -59,13 +57,13 @@ func (s *session) checkRoot(ctx context.Context) error {
 	}
 }
 
-func (s *session) tryCheckRoot(ctx context.Context) error {
+func (s *claimer) tryCheckRoot(ctx context.Context) error {
 	root := s.c.cfg.Root
 	var (
 		data []byte
 		st   *zk.Stat
 	)
-	err := s.c.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(root); return })
+	err := s.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(root); return })
 	if errors.Is(err, zk.ErrNoNode) {
 		return &damage{kind: "root", path: root}
 	}
@@ -106,25 +104,13 @@ func (c Config) withinBound(info RootInfo) error {
 	return nil
 }
 
-// decodeRoot reads the root's JSON and refuses a root this build cannot use.
-func decodeRoot(root string, data []byte) (RootInfo, error) {
-	var info RootInfo
-	if err := json.Unmarshal(data, &info); err != nil || len(data) == 0 {
-		return RootInfo{}, fmt.Errorf("%w: root %s holds no layout JSON (%v)", ErrLayoutMismatch, root, err)
-	}
-	if err := info.Compatible(); err != nil {
-		return RootInfo{}, fmt.Errorf("root %s: %w", root, err)
-	}
-	return info, nil
-}
-
 // checkTree returns ErrDamaged naming the first of the root, leases/ and
 // slots/ that is missing.
-func (s *session) checkTree(ctx context.Context) error {
+func (s *claimer) checkTree(ctx context.Context) error {
 	root := s.c.cfg.Root
 	for i, p := range []string{root, zklayout.LeasesPath(root), zklayout.SlotsPath(root)} {
 		var ok bool
-		if err := s.c.call(ctx, 0, func() (err error) { ok, _, err = s.conn.Exists(p); return }); err != nil {
+		if err := s.call(ctx, 0, func() (err error) { ok, _, err = s.conn.Exists(p); return }); err != nil {
 			return fmt.Errorf("check %s: %w", p, err)
 		}
 		if !ok {
@@ -151,10 +137,6 @@ func (d *damage) Unwrap() error { return ErrDamaged }
 // again (an operator may have repaired it).
 const damagedRecheck = 5 * time.Second
 
-// missingSlotAvoid is how long a slot whose node is missing is left alone
-// before it is looked at again.
-const missingSlotAvoid = time.Minute
-
 // treeMissing reports a missing node (a *damage in err): an error log and
 // the missing_znodes metric, for an alert.
 func (c *Coordinator) treeMissing(err error) {
@@ -169,15 +151,4 @@ func (c *Coordinator) treeMissing(err error) {
 		fix = "snowflakectl init (see deploy/runbook.md: ZooKeeper lost its data)"
 	}
 	c.log.Error("znode missing: not serving from it, and not re-creating it", "znode", d.path, "fix", fix)
-}
-
-// slotMissing refuses a slot whose node is missing: its history is lost,
-// and a holder starting at floor 0 could repeat IDs. The slot is avoided
-// for missingSlotAvoid, then looked at again.
-func (s *session) slotMissing(l *lease) {
-	if s.avoid == nil {
-		s.avoid = map[snowflake.Slot]time.Time{}
-	}
-	s.avoid[l.slot] = time.Now().Add(missingSlotAvoid)
-	s.c.treeMissing(&damage{kind: "slot", path: zklayout.SlotPath(s.c.cfg.Root, l.slot)})
 }

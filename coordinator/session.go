@@ -8,58 +8,37 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
-// session is one Run's connection and claim state.
-type session struct {
-	c    *Coordinator
+// zkSession is one ZooKeeper session of a Run: dialled with its events
+// waking the claim loops (onEvent), with the worker's credentials, its calls
+// bounded by the call timeout and ctx (call), the protected create of a
+// lease node (createProtected, confirmOwned) and the guaranteed delete of
+// our nodes (deleteProtected). The claim state on it is a claimer.
+type zkSession struct {
 	conn *zk.Conn
+	// timeout bounds a call given none (the config's call timeout).
+	timeout time.Duration
 	// orphans are guids of our protected creates whose outcome was unknown:
 	// such a node may exist, now or once a queued create is sent on a later
 	// session, and block its slot; any we see is deleted.
 	orphans map[string]struct{}
-	// avoid holds slots released for a too-long reservation wait, or
-	// refused, until when.
-	avoid map[snowflake.Slot]time.Time
-	// refused are the avoided slots whose node refused our access, and why.
-	refused map[snowflake.Slot]error
-	// watch is the armed one-shot watch on leases/, if any.
-	watch <-chan zk.Event
-	// relist is the standby's current periodic re-list interval, backed off
-	// while nothing is free; lostRaces counts claims lost to a lower node
-	// since the last won, widening the standby's jitter window.
-	relist    time.Duration
-	lostRaces int
-	relisted  bool // the standby listed again after a slow listing
-	// owned are the datacenters the root owns, read (and checked against
-	// the ensemble's other fleets) by ensureRoot; claims stay inside them.
-	owned DCSet
-	// rollback notices the tree rolled back under us (rollback.go).
-	rollback rollbackWatch
-	// standbyNode is our standby node while we stand by (standby.go),
-	// made by the create of standbyGUID and owned by standbySession;
-	// standbyRetryAt delays a retry after a failure.
-	standbyNode    string
-	standbyGUID    string
-	standbySession int64
-	standbyRetryAt time.Time
-	// standbyGUIDs are the GUIDs of our standby creates whose node may
-	// exist (not known deleted); standbySessions the sessions named in
-	// them. A node in standby/ with either is ours (ownStandby).
-	standbyGUIDs    map[string]struct{}
-	standbySessions map[int64]struct{}
-	// standbyNames is the last listing of standby/ while holding, less
-	// our own nodes; standbyOrphans are those (deleted on the orphan tick).
-	// standbyList is the answer of the listing still out, if any.
-	standbyNames   []string
-	standbyOrphans []string
-	standbyList    chan standbyListing
-	// shortened: the last renew used StandbyHorizon (for the log).
-	shortened bool
-	// serverErrs counts the renews in a row the server answered with an
-	// error (writeServerError), for the log.
-	serverErrs int
+}
+
+// dialSession opens a Run's session, without credentials yet (auth).
+func (c *Coordinator) dialSession() (*zkSession, error) {
+	conn, err := zkconn.Connect(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, c.log, c.onEvent)
+	if err != nil {
+		return nil, err
+	}
+	return &zkSession{conn: conn, timeout: c.cfg.callTimeout()}, nil
+}
+
+// auth adds the digest credentials auth, retried until ZooKeeper answers
+// (a worker may start before it) or ctx ends.
+func (z *zkSession) auth(ctx context.Context, auth string) error {
+	return zkconn.AddAuth(ctx, z.conn, auth)
 }
 
 // onEvent runs on go-zookeeper's goroutines: it must not block nor call the
@@ -75,9 +54,10 @@ func (c *Coordinator) onEvent(ev zk.Event) {
 	}
 }
 
-// call runs fn with the coordinator's call timeout and ctx. On timeout or
-// cancel it returns without waiting; fn's results must then not be read.
-func (c *Coordinator) call(ctx context.Context, d time.Duration, fn func() error) error {
+// call runs fn, a call on the session, bounded by d (0: the call timeout)
+// and ctx. On timeout or cancel it returns without waiting; fn's results
+// must then not be read.
+func (z *zkSession) call(ctx context.Context, d time.Duration, fn func() error) error {
 	if err := ctx.Err(); err != nil {
 		// Nothing is sent once ctx has ended (SIGTERM): a renew launched
 		// now would race the release's write. Callers treat it like an
@@ -85,22 +65,20 @@ func (c *Coordinator) call(ctx context.Context, d time.Duration, fn func() error
 		return fmt.Errorf("%w: not sent: %w", ErrCallTimeout, err)
 	}
 	if d <= 0 {
-		d = c.cfg.callTimeout()
+		d = z.timeout
 	}
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case err := <-done:
+	tctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	answered, err := zkconn.Call(tctx, fn)
+	switch {
+	case answered:
 		return err
-	case <-t.C:
-		return fmt.Errorf("%w after %v", ErrCallTimeout, d)
-	case <-ctx.Done():
+	case ctx.Err() != nil:
 		// Abandoned like a timeout: the outcome is unknown, and fn may
 		// still write its results.
 		return fmt.Errorf("%w: %w", ErrCallTimeout, ctx.Err())
 	}
+	return fmt.Errorf("%w after %v", ErrCallTimeout, d)
 }
 
 // stopAt is when Run's ctx ended, the start of the shutdown that
@@ -151,23 +129,62 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// deleteLease deletes a lease node of ours (lost race, given up slot).
-func (s *session) deleteLease(ctx context.Context, l *lease) {
-	if !s.deletePath(ctx, l.path) {
-		s.addOrphan(l.guid)
+// createProtected sends the create of a protected ephemeral sequential
+// node: prefix carries guid, by which a node whose answer was lost is
+// known (an orphan, deleted when a listing shows it, cleanOrphans).
+func (z *zkSession) createProtected(ctx context.Context, prefix, guid string, data []byte, acl []zk.ACL) (string, error) {
+	var created string
+	err := z.call(ctx, 0, func() (err error) {
+		created, err = z.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, acl)
+		return err
+	})
+	if err != nil && unknownOutcome(err) {
+		z.addOrphan(guid)
+	}
+	return created, err
+}
+
+// confirmOwned confirms the protected create of lease node created: that
+// our current session owns it (a create go-zookeeper resent on a later
+// session belongs to that one, and is deleted). It returns the node's Stat.
+func (z *zkSession) confirmOwned(ctx context.Context, created, guid string) (*zk.Stat, error) {
+	var (
+		ok bool
+		st *zk.Stat
+	)
+	err := z.call(ctx, 0, func() (err error) { ok, st, err = z.conn.Exists(created); return })
+	if err != nil {
+		z.addOrphan(guid)
+		return nil, fmt.Errorf("check lease node %s: %w", created, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("lease node %s vanished: its session ended", created)
+	}
+	if cur := z.conn.SessionID(); st.EphemeralOwner != cur {
+		z.deletePath(ctx, created)
+		return nil, fmt.Errorf("lease node %s belongs to session %x, not our session %x", created, st.EphemeralOwner, cur)
+	}
+	return st, nil
+}
+
+// deleteProtected deletes a protected node of ours (a lost race, a given up
+// slot); one it cannot is an orphan, deleted when a listing shows it.
+func (z *zkSession) deleteProtected(ctx context.Context, p, guid string) {
+	if !z.deletePath(ctx, p) {
+		z.addOrphan(guid)
 	}
 }
 
-func (s *session) addOrphan(guid string) {
-	if s.orphans == nil {
-		s.orphans = map[string]struct{}{}
+func (z *zkSession) addOrphan(guid string) {
+	if z.orphans == nil {
+		z.orphans = map[string]struct{}{}
 	}
-	s.orphans[guid] = struct{}{}
+	z.orphans[guid] = struct{}{}
 }
 
 // deletePath deletes a node; true if it is gone.
-func (s *session) deletePath(ctx context.Context, p string) bool {
-	err := s.c.call(ctx, 0, func() error { return s.conn.Delete(p, -1) })
+func (z *zkSession) deletePath(ctx context.Context, p string) bool {
+	err := z.call(ctx, 0, func() error { return z.conn.Delete(p, -1) })
 	return err == nil || errors.Is(err, zk.ErrNoNode)
 }
 

@@ -84,9 +84,9 @@ func ReadSlotMap(conn *zk.Conn, root string) (SlotMap, error) {
 	}
 	m := SlotMap{Leases: leases, Slots: make(map[snowflake.Slot]SlotRecord, len(names)), Damaged: map[snowflake.Slot]string{}, Owned: AllDatacenters, Standbys: standbys}
 	if data, _, err := conn.Get(root); err == nil && len(data) > 0 {
-		var info RootInfo
-		if err := json.Unmarshal(data, &info); err != nil {
-			return SlotMap{}, fmt.Errorf("%w: root %s holds no layout JSON (%v)", ErrLayoutMismatch, root, err)
+		info, err := decodeRootJSON(root, data)
+		if err != nil {
+			return SlotMap{}, err
 		}
 		if m.Owned, err = info.Owned(); err != nil {
 			return SlotMap{}, fmt.Errorf("root %s: %w", root, err)

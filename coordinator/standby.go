@@ -178,7 +178,7 @@ func standbyCounts(names []string, dc int) bool {
 // stands by all the same, only holders keep their full horizon. A create
 // whose answer was lost is looked for by its name (its GUID), and kept only
 // if our current session owns it.
-func (s *session) showStandby(ctx context.Context) {
+func (s *claimer) showStandby(ctx context.Context) {
 	c := s.c
 	sid := s.conn.SessionID()
 	if sid == 0 || (s.standbyNode != "" && s.standbySession == sid) || time.Now().Before(s.standbyRetryAt) {
@@ -193,7 +193,7 @@ func (s *session) showStandby(ctx context.Context) {
 	data := zklayout.EncodeLease(c.leaseData(time.Now()))
 	s.trackStandby(guid, sid)
 	create := func() error {
-		return c.call(ctx, 0, func() error {
+		return s.call(ctx, 0, func() error {
 			_, err := s.conn.Create(p, data, zk.FlagEphemeral, c.acl)
 			return err
 		})
@@ -201,7 +201,7 @@ func (s *session) showStandby(ctx context.Context) {
 	err := create()
 	if errors.Is(err, zk.ErrNoNode) {
 		// The first standby of the root makes standby/ (persistent).
-		err = c.call(ctx, 0, func() error {
+		err = s.call(ctx, 0, func() error {
 			_, err := s.conn.Create(dir, nil, 0, c.acl)
 			return err
 		})
@@ -222,7 +222,7 @@ func (s *session) showStandby(ctx context.Context) {
 		ok bool
 		st *zk.Stat
 	)
-	xerr := c.call(ctx, 0, func() (err error) { ok, st, err = s.conn.Exists(p); return })
+	xerr := s.call(ctx, 0, func() (err error) { ok, st, err = s.conn.Exists(p); return })
 	switch {
 	case xerr != nil || !ok:
 		// Unknown, or not (yet) there: its GUID stays tracked, so a node
@@ -240,7 +240,7 @@ func (s *session) showStandby(ctx context.Context) {
 
 // trackStandby remembers a standby create of ours: its GUID until its node
 // is known gone, the session named in it for the session's life.
-func (s *session) trackStandby(guid string, sid int64) {
+func (s *claimer) trackStandby(guid string, sid int64) {
 	if s.standbyGUIDs == nil {
 		s.standbyGUIDs = map[string]struct{}{}
 		s.standbySessions = map[int64]struct{}{}
@@ -252,7 +252,7 @@ func (s *session) trackStandby(guid string, sid int64) {
 // ownStandby reports whether a node in standby/ is ours but not the one we
 // show: made by a create of ours (its GUID), or named for a session of
 // ours (one we made standby nodes on, or the current one).
-func (s *session) ownStandby(name string) bool {
+func (s *claimer) ownStandby(name string) bool {
 	if s.standbyNode != "" && name == path.Base(s.standbyNode) {
 		return false
 	}
@@ -271,7 +271,7 @@ func (s *session) ownStandby(name string) bool {
 
 // deleteStandby deletes a standby node of ours; its GUID is forgotten once
 // the node is known gone. false when the delete failed.
-func (s *session) deleteStandby(ctx context.Context, p, guid string) bool {
+func (s *claimer) deleteStandby(ctx context.Context, p, guid string) bool {
 	if !s.deletePath(ctx, p) {
 		return false
 	}
@@ -283,7 +283,7 @@ func (s *session) deleteStandby(ctx context.Context, p, guid string) bool {
 
 // hideStandby deletes our standby node, once we hold a slot or may take
 // one, and any other standby node of ours (a lost create that landed).
-func (s *session) hideStandby(ctx context.Context) {
+func (s *claimer) hideStandby(ctx context.Context) {
 	if s.standbyNode != "" {
 		if !s.deleteStandby(ctx, s.standbyNode, s.standbyGUID) {
 			// Its GUID stays tracked: the orphan tick deletes it.
@@ -296,7 +296,7 @@ func (s *session) hideStandby(ctx context.Context) {
 		return
 	}
 	var names []string
-	if err := s.c.call(ctx, 0, func() (err error) {
+	if err := s.call(ctx, 0, func() (err error) {
 		names, _, err = s.conn.Children(StandbyPath(s.c.cfg.Root))
 		return err
 	}); err != nil {
@@ -309,7 +309,7 @@ func (s *session) hideStandby(ctx context.Context) {
 // (ownStandby): while we hold a slot, or may take one, each would shorten
 // the reservations of our range's holders for nothing, for as long as the
 // session that owns it lives.
-func (s *session) cleanStandbys(ctx context.Context, names []string) {
+func (s *claimer) cleanStandbys(ctx context.Context, names []string) {
 	for _, n := range names {
 		if !s.ownStandby(n) {
 			continue
@@ -335,13 +335,13 @@ func (s *session) cleanStandbys(ctx context.Context, names []string) {
 // made one renew cycle longer than the standby horizon lasts, and the
 // clock passed the ceiling. A listing still out then is not sent again:
 // the renew goes on with the last one, and a later renew takes its answer.
-func (s *session) listStandbys(ctx context.Context) {
+func (s *claimer) listStandbys(ctx context.Context) {
 	if s.standbyList == nil {
 		ch := make(chan standbyListing, 1)
 		s.standbyList = ch
 		go func() {
 			var names []string
-			err := s.c.call(ctx, 0, func() (err error) {
+			err := s.call(ctx, 0, func() (err error) {
 				names, _, err = s.conn.Children(StandbyPath(s.c.cfg.Root))
 				return err
 			})

@@ -26,7 +26,7 @@ const secureHint = "run snowflakectl secure --zk-auth-file OPERATOR --zk-worker-
 // ZooKeeper has no watch on ACLs: a node whose ACL is loosened while we
 // serve is seen at the next session's start; one tightened against us is
 // a refusal, which drops the lease at its next write (ErrNoAuth).
-func (s *session) checkTrust(ctx context.Context) error {
+func (s *claimer) checkTrust(ctx context.Context) error {
 	auth := s.c.cfg.Auth
 	if auth == "" {
 		return nil
@@ -55,7 +55,7 @@ func (s *session) checkTrust(ctx context.Context) error {
 		bad  []string
 		gone []string
 	)
-	err = s.c.call(ctx, scanTimeout, func() error {
+	err = s.call(ctx, scanTimeout, func() error {
 		return zkconn.ForEach(paths, func(p string) error {
 			acl, _, err := s.conn.GetACL(p)
 			if errors.Is(err, zk.ErrNoNode) {
@@ -104,13 +104,13 @@ func (s *session) checkTrust(ctx context.Context) error {
 // slotTrusted is checkTrust for the one slot node a claim is about to
 // write: an ACL loosened since the session's start is refused at the next
 // claim of the slot (avoided, logged at error).
-func (s *session) slotTrusted(ctx context.Context, sl snowflake.Slot) error {
+func (s *claimer) slotTrusted(ctx context.Context, sl snowflake.Slot) error {
 	if s.c.cfg.Auth == "" {
 		return nil
 	}
 	p := zklayout.SlotPath(s.c.cfg.Root, sl)
 	var acl []zk.ACL
-	err := s.c.call(ctx, 0, func() (err error) { acl, _, err = s.conn.GetACL(p); return })
+	err := s.call(ctx, 0, func() (err error) { acl, _, err = s.conn.GetACL(p); return })
 	if err != nil || !worldWrites(acl) {
 		return nil // a read error is met again by the claim's own read
 	}

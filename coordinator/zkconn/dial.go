@@ -44,13 +44,9 @@ func Connect(servers []string, files TLS, sessionTimeout time.Duration, log hclo
 // ctx ends. go-zookeeper remembers them and resends them on every reconnect.
 func AddAuth(ctx context.Context, conn *zk.Conn, auth string) error {
 	for {
-		errc := make(chan error, 1)
-		go func() { errc <- conn.AddAuth("digest", []byte(auth)) }()
-		var err error
-		select {
-		case err = <-errc:
-		case <-ctx.Done():
-			return fmt.Errorf("zookeeper digest auth: %w", ctx.Err())
+		answered, err := Call(ctx, func() error { return conn.AddAuth("digest", []byte(auth)) })
+		if !answered {
+			return fmt.Errorf("zookeeper digest auth: %w", err)
 		}
 		if err == nil {
 			return nil

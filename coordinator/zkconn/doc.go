@@ -2,7 +2,7 @@
 // does: the servers as given, TLS to the secureClientPort with certificate
 // files reloaded on each dial (TLS), digest credentials (Dial, DialTLS,
 // AddAuth), go-zookeeper's log at debug level, and parallel reads on one
-// session (ForEach). It knows nothing of the znode layout
+// session (ForEach), and a call bounded by a ctx (Call). It knows nothing of the znode layout
 // (coordinator/zklayout) nor of the lease protocol (coordinator), so the
 // public client (worker/client) dials with it without compiling either.
 package zkconn

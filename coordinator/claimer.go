@@ -1,0 +1,60 @@
+package coordinator
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// claimer is one Run's claim state on its ZooKeeper session: it claims a
+// slot (claim.go), holds it (hold.go), stands by (standby.go) and releases
+// it (release.go).
+type claimer struct {
+	c *Coordinator
+	*zkSession
+	// avoid holds the slots found unusable (avoid.go), until when and why.
+	avoid map[snowflake.Slot]avoided
+	// watch is the armed one-shot watch on leases/, if any.
+	watch <-chan zk.Event
+	// relist is the standby's current periodic re-list interval, backed off
+	// while nothing is free; lostRaces counts claims lost to a lower node
+	// since the last won, widening the standby's jitter window.
+	relist    time.Duration
+	lostRaces int
+	relisted  bool // the standby listed again after a slow listing
+	// owned are the datacenters the root owns, read (and checked against
+	// the ensemble's other fleets) by ensureRoot; claims stay inside them.
+	owned DCSet
+	// rollback notices the tree rolled back under us (rollback.go).
+	rollback rollbackWatch
+	// standbyNode is our standby node while we stand by (standby.go),
+	// made by the create of standbyGUID and owned by standbySession;
+	// standbyRetryAt delays a retry after a failure.
+	standbyNode    string
+	standbyGUID    string
+	standbySession int64
+	standbyRetryAt time.Time
+	// standbyGUIDs are the GUIDs of our standby creates whose node may
+	// exist (not known deleted); standbySessions the sessions named in
+	// them. A node in standby/ with either is ours (ownStandby).
+	standbyGUIDs    map[string]struct{}
+	standbySessions map[int64]struct{}
+	// standbyNames is the last listing of standby/ while holding, less
+	// our own nodes; standbyOrphans are those (deleted on the orphan tick).
+	// standbyList is the answer of the listing still out, if any.
+	standbyNames   []string
+	standbyOrphans []string
+	standbyList    chan standbyListing
+	// shortened: the last renew used StandbyHorizon (for the log).
+	shortened bool
+	// serverErrs counts the renews in a row the server answered with an
+	// error (writeServerError), for the log.
+	serverErrs int
+}
+
+// deleteLease deletes a lease node of ours (lost race, given up slot).
+func (s *claimer) deleteLease(ctx context.Context, l *lease) {
+	s.deleteProtected(ctx, l.path, l.guid)
+}
