@@ -10,7 +10,8 @@
 #     clock or the slot (DECODE and IDRANGE of given IDs and times, the
 #     errors, PING): its output must match the README's lines exactly (a
 #     line "..." in the README ends the comparison there).
-#  3. The shape of what varies: INFO's keys, the slot map's header line.
+#  3. The shape of what varies: INFO's keys, the slot map's header line, the
+#     start log's messages and keys.
 #
 # It needs Go, Java, Debian's zookeeper package and redis-cli (make deps);
 # a missing one fails the check. No Docker. SNOWFLEET_SKIP_ZK=1 skips it, as
@@ -150,5 +151,16 @@ if [[ $want_head != "$got_head" ]]; then
 	printf 'docs-check: cmd/snowflakectl/README.md: the slot map header is\n  %s\nand slots prints\n  %s\n' "$want_head" "$got_head" >&2
 fi
 
-((bad == 0)) || fail "$bad of $((checked + 2)) checks differ from the READMEs"
-echo "docs-check: ok: the by-hand block ran, $checked transcript commands and 2 shapes match"
+# The start log: each line's level, logger, message and keys (not the values),
+# in any order (the ID server and the coordinator start side by side).
+shape() { sed -E 's/^[0-9T:.Z-]+ //; s/=("[^"]*"|\[[^]]*\]|[^ ]*)/=/g' | LC_ALL=C sort; }
+want_log=$(awk '/^## Lifecycle/ {on = 1} on && /^```/ {if (block) exit; block = 1; next} block {print}' worker/README.md | shape)
+[[ -n $want_log ]] || fail "worker/README.md shows no start log under Lifecycle"
+got_log=$(head -n "$(printf '%s\n' "$want_log" | wc -l)" "$tmp/worker.log" | shape)
+if [[ $want_log != "$got_log" ]]; then
+	bad=$((bad + 1))
+	printf 'docs-check: worker/README.md: the start log differs (values left out)\n%s\n' "$(diff <(echo "$want_log") <(echo "$got_log") || true)" >&2
+fi
+
+((bad == 0)) || fail "$bad of $((checked + 3)) checks differ from the READMEs"
+echo "docs-check: ok: the by-hand block ran, $checked transcript commands and 3 shapes match"
