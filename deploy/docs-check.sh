@@ -5,10 +5,10 @@
 #  1. deploy/README.md's "Run one worker by hand" block, as written, with its
 #     paths moved under a scratch directory and its ports moved to free ones:
 #     a standalone ZooKeeper from Debian's jars, the binaries, init, a worker.
-#  2. Every transcript line "$ snowflakectl encode|decode|range ..." and
-#     "$ redis-cli -p 7609 <command>" whose output does not depend on the
-#     clock or the slot (DECODE and IDRANGE of given IDs and times, the
-#     errors, PING): its output must match the README's lines exactly (a
+#  2. Every transcript line "$ snowflakectl encode|decode|range ...",
+#     "$ snowflaked ..." (the flag errors) and "$ redis-cli -p 7609 <command>"
+#     whose output does not depend on the clock or the slot (DECODE and
+#     IDRANGE of given IDs and times, the errors, PING): its output must match the README's lines exactly (a
 #     line "..." in the README ends the comparison there).
 #  3. The shape of what varies: INFO's keys, the slot map's header line, the
 #     start log's messages and keys.
@@ -95,9 +95,10 @@ grep -q 'serving slot' "$tmp/worker.log" || fail "the by-hand worker logged no '
 # it printed, up to the next "$ " or the fence.
 export PATH="$tmp:$PATH"
 docs=(README.md cmd/snowflakectl/README.md worker/README.md)
+[[ -e cmd/snowflaked/README.md ]] && docs+=(cmd/snowflaked/README.md)
 checked=0
 bad=0
-det='^(snowflakectl (encode|decode|range) |redis-cli -p 7609 (PING$|DECODE [0-9]{19}$|DECODE [0-9a-zA-Z]{13}$|IDRANGE |NEXTIDS 0$|NEXTIDS$|NEXTRANGE 4097$|FOO$|NEXTID BASE64$))'
+det='^((SNOWFLAKE_[A-Z_]+=[^ ]+ )?snowflaked( |$)|snowflakectl (encode|decode|range) |redis-cli -p 7609 (PING$|DECODE [0-9]{19}$|DECODE [0-9a-zA-Z]{13}$|IDRANGE |NEXTIDS 0$|NEXTIDS$|NEXTRANGE 4097$|FOO$|NEXTID BASE64$))'
 # A transcript is in a fenced block, or indented by four spaces.
 for doc in "${docs[@]}"; do
 	awk -v out="$tmp/t.${doc//\//_}" '
@@ -117,7 +118,8 @@ for c in "$tmp"/t.*.cmd; do
 	[[ $cmd =~ $det ]] || continue
 	want=${c%.cmd}.want
 	run=${cmd//-p 7609/-p $idport}
-	got=$(bash -c "$run" 2>&1 || true)
+	# A command that would start a daemon ends after 10 s, and differs.
+	got=$(timeout 10 bash -c "$run" 2>&1 || true)
 	# redis-cli ends an error with an empty line; the READMEs do not show it.
 	got=$(printf '%s\n' "$got" | sed '/^$/d')
 	if grep -qx '\.\.\.' "$want"; then
