@@ -6,7 +6,7 @@ PKGS     := ./...
 # build with (go mod tidy writes it with its patch number, a toolchain name).
 GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps build test bench bench-embedded lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean diagram model rules screenshot k8s
+.PHONY: all deps build test docs-check bench bench-embedded lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean diagram model rules screenshot k8s
 
 all: build
 
@@ -112,7 +112,7 @@ integration-mutants:
 ## SNOWFLEET_SKIP_ZK=1 skips the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the
 ## Docker suite, SNOWFLEET_SKIP_CLIENTS=1 the tests of redis-cli, redis-py,
 ## node-redis and HAProxy (none with CI=true)
-check: deps lint model rules k8s test integration
+check: deps lint model rules k8s docs-check test integration
 	@skipped=; \
 	if [ "$$SNOWFLEET_SKIP_ZK" = 1 ]; then skipped="the ZooKeeper tests (SNOWFLEET_SKIP_ZK=1)"; fi; \
 	if [ "$$SNOWFLEET_SKIP_DOCKER" = 1 ]; then skipped="$${skipped:+$$skipped and }the Docker suite (SNOWFLEET_SKIP_DOCKER=1)"; fi; \
@@ -121,6 +121,13 @@ check: deps lint model rules k8s test integration
 
 clean:
 	rm -rf $(BIN)
+
+## docs-check: run deploy/README.md's by-hand block (a standalone ZooKeeper
+## from Debian's jars, init, a worker) and the READMEs' transcripts against
+## it; the output that does not vary must match (needs Java, Debian's
+## zookeeper and redis-cli, not Docker; a missing one fails)
+docs-check:
+	deploy/docs-check.sh
 
 ## diagram: re-render the fleet picture in README.md (needs Graphviz: apt-get install -y graphviz)
 diagram:

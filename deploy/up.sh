@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# up.sh (make up): builds the images that are missing or stale, starts a three-node
+# up.sh (make up): builds the images that are missing (the worker image only
+# then, or with REBUILD=1; the ZooKeeper and Prometheus images also when their
+# inputs changed), starts a three-node
 # ZooKeeper ensemble and WORKERS (default 3) workers, waits until every
 # container is healthy, then prints the slot map and a few IDs. The ZooKeeper
 # identities (operator, worker) are generated into the project's volumes at

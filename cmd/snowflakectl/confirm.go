@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/mattn/go-isatty"
 )
 
 // input is where a command that changes the fleet (repair, recover) reads
@@ -16,11 +18,16 @@ type input struct {
 	terminal bool
 }
 
-// stdinInput is the process's stdin, a terminal when it is a character
-// device.
-func stdinInput() input {
-	st, err := os.Stdin.Stat()
-	return input{r: os.Stdin, terminal: err == nil && st.Mode()&os.ModeCharDevice != 0}
+// stdinInput is the process's stdin.
+func stdinInput() input { return inputFrom(os.Stdin) }
+
+// inputFrom reads f, a terminal when isatty says so. A character device is
+// not enough: /dev/null is one, and a script run with </dev/null would
+// then be asked, read end-of-file and stop as "not confirmed" (exit 1)
+// instead of being told to pass --yes (exit 2).
+func inputFrom(f *os.File) input {
+	fd := f.Fd()
+	return input{r: f, terminal: isatty.IsTerminal(fd) || isatty.IsCygwinTerminal(fd)}
 }
 
 // errNoTerminal: confirmation asked for where nobody can answer.

@@ -124,6 +124,10 @@ type slotRow struct {
 	IdleMs  *int64 `json:"idle_ms,omitempty"`
 }
 
+// slotsJSONShape names slotsReport's keys for the help and the README
+// (TestSlotsJSONShapeNamesEveryKey holds the three to the struct).
+const slotsJSONShape = "{root, now_ms, held, embedded, free, used, datacenters, owned, slots: [...], standbys: [...], damaged: {...}}"
+
 // slotsReport is the --json output.
 type slotsReport struct {
 	Root  string `json:"root"`
@@ -157,7 +161,7 @@ func runSlots(args []string, stdout, stderr io.Writer) int {
 	var z zkFlags
 	z.register(fs)
 	all := fs.Bool("all", false, "also list slots used before but not held now")
-	asJSON := fs.Bool("json", false, "print one JSON object {root, now_ms, held, free, used, slots: [...], standbys: [...]}")
+	asJSON := fs.Bool("json", false, "print one JSON object "+slotsJSONShape)
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and reading the map")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
 		return rc
