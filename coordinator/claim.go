@@ -22,8 +22,8 @@ import (
 // answer was lost.
 const protectedPrefix = "_c_"
 
-// lease is one won lease node and the reservation confirmed for it.
-type lease struct {
+// wonLease is one won lease node and the reservation confirmed for it.
+type wonLease struct {
 	slot    snowflake.Slot
 	name    string // node name in leases/
 	path    string
@@ -43,7 +43,7 @@ type lease struct {
 // retrying cannot fix, or wrapping ErrDamaged when the tree is missing a
 // node (the root may have been made again, with other ranges or bounds:
 // Run reads it again before claiming).
-func (s *claimer) claim(ctx context.Context) (*lease, error) {
+func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 	c := s.c
 	start := time.Now()
 	c.setState(StateClaiming)
@@ -324,7 +324,7 @@ func (s *claimer) standby(ctx context.Context, allHeld bool) {
 
 // createLease creates the protected ephemeral sequential node of slot and
 // confirms that our current session owns it.
-func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*lease, error) {
+func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*wonLease, error) {
 	c := s.c
 	var g [16]byte
 	_, _ = rand.Read(g[:])
@@ -351,7 +351,7 @@ func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*lease,
 		s.deletePath(ctx, created)
 		return nil, err
 	}
-	return &lease{slot: slot, name: name, path: created, guid: guid, session: st.EphemeralOwner}, nil
+	return &wonLease{slot: slot, name: name, path: created, guid: guid, session: st.EphemeralOwner}, nil
 }
 
 func hostname() string {
@@ -369,7 +369,7 @@ func hostname() string {
 // *slotUnusable (the slot refused us, does not decode, is missing, is
 // reserved too far ahead), left for the claim loop to delete. An error
 // wrapping ErrDamaged means slots/ (or more) is missing.
-func (s *claimer) reserve(ctx context.Context, l *lease) (bool, error) {
+func (s *claimer) reserve(ctx context.Context, l *wonLease) (bool, error) {
 	c := s.c
 	if err := s.slotTrusted(ctx, l.slot); err != nil {
 		return false, refusedSlot(l.slot, err)
@@ -468,7 +468,7 @@ func (s *claimer) reserve(ctx context.Context, l *lease) (bool, error) {
 // if that is further than MaxReservationWait (a clock behind, or a horizon
 // longer than the wait), with a *slotUnusable: the slot is to be avoided
 // for that long.
-func (s *claimer) waitPast(ctx context.Context, l *lease, R int64) (bool, error) {
+func (s *claimer) waitPast(ctx context.Context, l *wonLease, R int64) (bool, error) {
 	c := s.c
 	gap := time.Duration(R-c.nowMs()) * time.Millisecond
 	if gap < 0 {

@@ -55,6 +55,6 @@ type claimer struct {
 }
 
 // deleteLease deletes a lease node of ours (lost race, given up slot).
-func (s *claimer) deleteLease(ctx context.Context, l *lease) {
+func (s *claimer) deleteLease(ctx context.Context, l *wonLease) {
 	s.deleteProtected(ctx, l.path, l.guid)
 }

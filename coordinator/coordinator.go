@@ -89,7 +89,7 @@ type Coordinator struct {
 	mu    sync.Mutex
 	state string
 	since time.Time
-	lease *lease // current lease, nil when none
+	lease *wonLease // current lease, nil when none
 }
 
 // New returns a Coordinator for cfg. reg may be nil (no metrics registered).

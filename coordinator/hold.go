@@ -15,7 +15,7 @@ import (
 const orphanRelist = 5 * time.Second
 
 // hold serves the lease until it is lost or ctx ends (then it releases).
-func (s *claimer) hold(ctx context.Context, l *lease) {
+func (s *claimer) hold(ctx context.Context, l *wonLease) {
 	c := s.c
 	floor := l.floor
 	if floor < snowflake.MinUnixMs {
@@ -139,7 +139,7 @@ func (s *claimer) hold(ctx context.Context, l *lease) {
 // its last issued timestamp), then the fenced write of that value. An
 // unknown outcome leaves the higher value stored, which only delays a
 // successor; the generator already stops at the lower one.
-func (s *claimer) renew(ctx context.Context, l *lease, gen *snowflake.Generator) (writeResult, error) {
+func (s *claimer) renew(ctx context.Context, l *wonLease, gen *snowflake.Generator) (writeResult, error) {
 	c := s.c
 	waiting := standbyCounts(s.standbyNames, l.slot.Datacenter)
 	h := c.horizonFor(waiting)
@@ -223,7 +223,7 @@ func (s *claimer) renew(ctx context.Context, l *lease, gen *snowflake.Generator)
 }
 
 // lost stops serving at once: the generator is sealed before anything else.
-func (s *claimer) lost(ctx context.Context, l *lease, gen *snowflake.Generator, reason string, deleteNode bool) {
+func (s *claimer) lost(ctx context.Context, l *wonLease, gen *snowflake.Generator, reason string, deleteNode bool) {
 	c := s.c
 	last := gen.Seal()
 	c.dropGenerator(gen)

@@ -12,7 +12,7 @@ import (
 // deletes the lease node, so a successor starts at once. It is bounded by
 // ReleaseTimeout from the cancel; on timeout the stored reservation stays
 // and a successor waits it out.
-func (s *claimer) release(l *lease, gen *snowflake.Generator) {
+func (s *claimer) release(l *wonLease, gen *snowflake.Generator) {
 	c := s.c
 	c.setState(StateReleasing)
 	last := gen.Seal()
