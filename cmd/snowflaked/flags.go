@@ -132,7 +132,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		for _, p := range []string{"error parsing commandline arguments: ", "error parsing environment variables: "} {
 			msg = strings.TrimPrefix(msg, p)
 		}
-		return o, usagef("%s", msg)
+		return o, usagef("%s", envFlagError(fs, msg))
 	}
 	if fs.NArg() > 0 {
 		return o, usagef("unexpected argument %q (snowflaked takes flags only; see --help)", fs.Arg(0))

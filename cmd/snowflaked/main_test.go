@@ -59,7 +59,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--listen", ""}, nil, 2, `--listen "" turns the plaintext ID port off, and there is no --tls-listen`},
 		{[]string{"--shutdown-delay", "-1s"}, nil, 2, "--shutdown-delay -1s: want 0..10m"},
 		{[]string{"--protected-mode", "maybe"}, nil, 2, `invalid value "maybe" for flag -protected-mode: want yes or no, got "maybe"`},
-		{nil, map[string]string{"SNOWFLAKE_PROTECTED_MODE": "off"}, 2, `"SNOWFLAKE_PROTECTED_MODE": want yes or no, got "off"`},
+		{nil, map[string]string{"SNOWFLAKE_PROTECTED_MODE": "off"}, 2, `invalid value "off" for flag --protected-mode (from environment variable SNOWFLAKE_PROTECTED_MODE): want yes or no, got "off"`},
 		{[]string{"extra"}, nil, 2, `unexpected argument "extra"`},
 		{[]string{"--tls-listen", ":0", "--tls-cert-file", "/nonexistent/c.pem", "--tls-key-file", "/nonexistent/k.pem", "--tls-auth-clients", "no"}, nil, 2, `--tls-cert-file "/nonexistent/c.pem", --tls-key-file "/nonexistent/k.pem", --tls-ca-cert-file "", --tls-auth-clients no: bad TLS files`},
 		{[]string{"--tls-listen", ":0", "--tls-cert-file", "c", "--tls-key-file", "k"}, nil, 2, "needs a CA file"},
@@ -69,7 +69,7 @@ func TestFlags(t *testing.T) {
 		{nil, map[string]string{"SNOWFLAKE_ZK_TLS_CA_CERT_FILE": "/etc/hostname"}, 2, `--zk-tls-ca-cert-file "/etc/hostname": config TLS.CACertFile "/etc/hostname" holds no PEM certificate: bad ZooKeeper TLS files`},
 		{[]string{"--requirepass-file", "/nonexistent/pw"}, nil, 2, `--requirepass-file "/nonexistent/pw": bad password file`},
 		{nil, map[string]string{"SNOWFLAKE_REQUIREPASS_FILE": "/etc/hostname"}, 2, `--requirepass-file "/etc/hostname": bad password file: /etc/hostname is accessible to others`},
-		{nil, map[string]string{"SNOWFLAKE_RENEW": "fast"}, 2, `environment variable "SNOWFLAKE_RENEW"`},
+		{nil, map[string]string{"SNOWFLAKE_RENEW": "fast"}, 2, `invalid value "fast" for flag --renew (from environment variable SNOWFLAKE_RENEW)`},
 		{nil, map[string]string{"SNOWFLAKE_HORIZON": "100ms"}, 2, "--horizon 100ms"},
 		{[]string{"--version"}, map[string]string{"SNOWFLAKE_VERSION": "v9"}, 0, "snowflaked "},
 		// Secure by default: no credentials and no --zk-insecure is refused.
