@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"fmt"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -66,6 +67,19 @@ type Readiness struct {
 
 // Ready reports whether IDs may be issued.
 func (r Readiness) Ready() bool { return r.Reason == ReasonNone }
+
+// String is the verdict as a readiness probe shows it: the reason as its
+// first word, so that a probe's log or a runbook can match on it, then the
+// figures it was reached from ("no_lease (state claiming)", or "ready (slot
+// dc07-m13, state serving, now_ms …, ceiling_ms …, last_issued_ms …,
+// skew_ms …)").
+func (r Readiness) String() string {
+	if r.Reason == ReasonNoLease {
+		return fmt.Sprintf("%s (state %s)", r.Reason, r.State)
+	}
+	return fmt.Sprintf("%s (slot %s, state %s, now_ms %d, ceiling_ms %d, last_issued_ms %d, skew_ms %d)",
+		r.Reason, r.Slot, r.State, r.NowMs, r.CeilingMs, r.LastIssuedMs, r.SkewMs)
+}
 
 // Readiness is the verdict on the lease now, with the state and slot that
 // explain it.

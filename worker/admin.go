@@ -65,9 +65,5 @@ func (s *Server) readyLine(r coordinator.Readiness) (string, bool) {
 	if s.leaving.Load() {
 		return "shutting_down (shutting down: still serving IDs until the shutdown delay ends)", false
 	}
-	if r.Reason == coordinator.ReasonNoLease {
-		return fmt.Sprintf("%s (state %s)", coordinator.ReasonNoLease, r.State), false
-	}
-	return fmt.Sprintf("%s (slot %s, state %s, now_ms %d, ceiling_ms %d, last_issued_ms %d, skew_ms %d)",
-		r.Reason, r.Slot, r.State, r.NowMs, r.CeilingMs, r.LastIssuedMs, r.SkewMs), r.Ready()
+	return r.String(), r.Ready()
 }

@@ -379,7 +379,7 @@ func TestEmbeddedReadyHandler(t *testing.T) {
 		l.ReadyHandler().ServeHTTP(rr, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 		return rr.Code, rr.Body.String()
 	}
-	if code, body := get(); code != http.StatusServiceUnavailable || body != "not ready: no_lease (state stopped)\n" {
+	if code, body := get(); code != http.StatusServiceUnavailable || body != "no_lease (state stopped)\n" {
 		t.Fatalf("before Start: %d %q", code, body)
 	}
 	l.Start()

@@ -42,19 +42,18 @@ func (l *Lease) WaitReady(ctx context.Context) error {
 	}
 }
 
-// ReadyHandler answers 200 "ready" while the lease is ready, else 503 with
-// the reason (no_lease, ceiling_passed, clock_back, skew) and state: for a
-// readiness probe of a program that must not take work without IDs.
+// ReadyHandler answers one line, its first word the reason, as a worker's
+// /readyz does: 200 "ready (slot …)" while the lease is ready, else 503
+// with no_lease, ceiling_passed, clock_back or skew, then the figures: for
+// a readiness probe of a program that must not take work without IDs.
 func (l *Lease) ReadyHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		r := l.c.Readiness()
-		if r.Ready() {
-			fmt.Fprintf(w, "ready (slot %s)\n", r.Slot)
-			return
+		if !r.Ready() {
+			w.WriteHeader(http.StatusServiceUnavailable)
 		}
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "not ready: %s (state %s)\n", r.Reason, r.State)
+		fmt.Fprintln(w, r)
 	})
 }
