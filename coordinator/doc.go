@@ -65,11 +65,11 @@
 // JSON). The operator's side: acl.go (FleetACL, the operator/worker/world
 // ACL scheme), init.go (InitRoot), slotnodes.go (the slot
 // nodes made in batched Multis, and RepairSlots), recover.go
-// (RecoverRoot), secure.go (SecureTree), fleets.go and dcset.go (other fleets' roots, datacenter
+// (RecoverRoot), secure.go (SecureTree), fleetscan.go and dcset.go (other fleets' roots, datacenter
 // ranges), authfile.go (the credentials file). Beside them: readiness.go
 // (the one verdict on whether IDs may be issued now, which the worker's
 // refusals, /readyz, /status and INFO format), clocklead.go (the logical
-// clock's lead and the clock steps seen), fleet.go (the fleet gauges from
+// clock's lead and the clock steps seen), fleetgauges.go (the fleet gauges from
 // one watch on leases/), metrics.go, configmetrics.go, config.go,
 // kind.go (what holds a lease: a worker, or a program embedding
 // it through package idlease).
