@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // A logical clock allowed to lead further than the standby horizon would
@@ -17,7 +18,7 @@ func TestValidateClockLeadAboveStandbyHorizon(t *testing.T) {
 	cfg := insecureDefault()
 	cfg.StandbyHorizon = 3 * time.Second // the default lead, 5s, is above it
 	err := cfg.Validate()
-	var ce *snowflake.ConfigError
+	var ce *configerr.Error
 	if !errors.As(err, &ce) || ce.Field != "MaxClockLead" {
 		t.Fatalf("lead 5s, standby horizon 3s: Validate() = %v, want a ConfigError on MaxClockLead", err)
 	}

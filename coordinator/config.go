@@ -8,6 +8,7 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // Config configures a Coordinator.
@@ -149,10 +150,10 @@ func DefaultConfig() Config {
 }
 
 // Validate names the first field that is out of range, as a
-// *snowflake.ConfigError.
+// *configerr.Error.
 func (c Config) Validate() error {
 	bad := func(field string, value any, reason string) error {
-		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
+		return &configerr.Error{Field: field, Value: value, Reason: reason}
 	}
 	if len(c.Servers) == 0 {
 		return bad("Servers", nil, "empty; give at least one host:port")
@@ -167,7 +168,7 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := zkconn.ParseAuth(c.Auth); err != nil {
 		// No Value: it is a secret (zkconn.ParseAuth's message redacts it).
-		return &snowflake.ConfigError{Field: "Auth", Err: err}
+		return &configerr.Error{Field: "Auth", Err: err}
 	}
 	if c.Auth == "" && !c.Insecure {
 		return bad("Insecure", c.Insecure, "is false and Auth is empty: give ZooKeeper digest credentials, or set Insecure to run on a world-writable tree (anyone reaching ZooKeeper can then cause duplicate IDs)")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // A worker claims a slot, writes the layout and a human-readable slot node,
@@ -167,7 +168,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("default config, insecure: %v", err)
 	}
 	// Secure by default: no credentials is refused unless Insecure says so.
-	var ce *snowflake.ConfigError
+	var ce *configerr.Error
 	if err := DefaultConfig().Validate(); !errors.As(err, &ce) || ce.Field != "Insecure" {
 		t.Fatalf("default config without Auth: %v, want a ConfigError on Insecure", err)
 	}

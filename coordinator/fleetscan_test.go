@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 func TestParseDCSet(t *testing.T) {
@@ -212,7 +213,7 @@ func TestScanUnreadableSubtree(t *testing.T) {
 	bad := testConfig(zs.Addr())
 	for _, p := range []string{"locked", "/", "/locked/", "/a/../b", ""} {
 		bad.ScanSkip = []string{p}
-		var ce *snowflake.ConfigError
+		var ce *configerr.Error
 		if err := bad.Validate(); !errors.As(err, &ce) || ce.Field != "ScanSkip" || ce.Value != p {
 			t.Errorf("ScanSkip %q: Validate %v; want a ConfigError naming ScanSkip and the value", p, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // ErrRootExists: InitRoot found the root made already, with other ranges.
@@ -59,7 +59,7 @@ func DefaultInitConfig() InitConfig {
 // Validate names the first field out of range.
 func (c InitConfig) Validate() error {
 	bad := func(field string, value any, reason string) error {
-		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
+		return &configerr.Error{Field: field, Value: value, Reason: reason}
 	}
 	switch {
 	case !zklayout.ValidRoot(c.Root):

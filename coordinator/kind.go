@@ -7,7 +7,7 @@ import (
 	"unicode"
 
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // maxProgram bounds Config.Program: a name, not a document.
@@ -15,7 +15,7 @@ const maxProgram = 128
 
 func (c Config) validateKind() error {
 	bad := func(field string, value any, reason string) error {
-		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
+		return &configerr.Error{Field: field, Value: value, Reason: reason}
 	}
 	switch zklayout.LeaseKind(c.Kind) {
 	case zklayout.KindWorker:

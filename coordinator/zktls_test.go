@@ -11,7 +11,7 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/zktest"
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // startTLSZK is a ZooKeeper with a secureClientPort and the certificates
@@ -182,7 +182,7 @@ func TestZKTLSValidate(t *testing.T) {
 		cfg := testConfig("127.0.0.1:2181")
 		cfg.TLS = c.files
 		err := cfg.Validate()
-		var ce *snowflake.ConfigError
+		var ce *configerr.Error
 		if !errors.As(err, &ce) || ce.Field != c.field || !errors.Is(err, zkconn.ErrTLSFiles) {
 			t.Errorf("%+v: Validate %v, want a ConfigError on %s", c.files, err, c.field)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // Config configures a Generator.
@@ -85,29 +87,29 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate names the first field that is out of range, as a *ConfigError.
+// Validate names the first field that is out of range, as a *configerr.Error.
 func (c Config) Validate() error {
 	if err := c.Slot.Validate(); err != nil {
-		return &ConfigError{Field: "Slot", Value: c.Slot, Reason: "is not a valid slot", Err: err}
+		return &configerr.Error{Field: "Slot", Value: c.Slot, Reason: "is not a valid slot", Err: err}
 	}
 	inRange := fmt.Sprintf("is out of range %d..%d (unix ms)", MinUnixMs, MaxUnixMs)
 	if c.Floor != 0 && (c.Floor < MinUnixMs || c.Floor > MaxUnixMs) {
-		return &ConfigError{Field: "Floor", Value: c.Floor, Reason: inRange}
+		return &configerr.Error{Field: "Floor", Value: c.Floor, Reason: inRange}
 	}
 	if c.Ceiling != 0 && (c.Ceiling < MinUnixMs || c.Ceiling > MaxUnixMs) {
-		return &ConfigError{Field: "Ceiling", Value: c.Ceiling, Reason: inRange}
+		return &configerr.Error{Field: "Ceiling", Value: c.Ceiling, Reason: inRange}
 	}
 	if c.MaxRollbackWait < 0 || c.MaxRollbackWait > time.Second {
-		return &ConfigError{Field: "MaxRollbackWait", Value: c.MaxRollbackWait, Reason: "is out of range 0..1s"}
+		return &configerr.Error{Field: "MaxRollbackWait", Value: c.MaxRollbackWait, Reason: "is out of range 0..1s"}
 	}
 	if c.OnClockBack != Refuse && c.OnClockBack != Logical {
-		return &ConfigError{Field: "OnClockBack", Value: int(c.OnClockBack), Reason: "is neither Refuse nor Logical"}
+		return &configerr.Error{Field: "OnClockBack", Value: int(c.OnClockBack), Reason: "is neither Refuse nor Logical"}
 	}
 	if c.OnClockBack == Logical && c.MaxLead <= 0 {
-		return &ConfigError{Field: "MaxLead", Value: c.MaxLead, Reason: "must be positive with OnClockBack logical"}
+		return &configerr.Error{Field: "MaxLead", Value: c.MaxLead, Reason: "must be positive with OnClockBack logical"}
 	}
 	if c.SequenceStart != StartZero && c.SequenceStart != StartSpread {
-		return &ConfigError{Field: "SequenceStart", Value: int(c.SequenceStart), Reason: "is neither StartZero nor StartSpread"}
+		return &configerr.Error{Field: "SequenceStart", Value: int(c.SequenceStart), Reason: "is neither StartZero nor StartSpread"}
 	}
 	return nil
 }

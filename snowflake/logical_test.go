@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // logicalGen is a Logical generator on a step clock, its ceiling far ahead
@@ -132,7 +134,7 @@ func TestLogicalClockBounds(t *testing.T) {
 func TestLogicalConfigChecked(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.OnClockBack, cfg.MaxLead = Logical, 0
-	var ce *ConfigError
+	var ce *configerr.Error
 	if err := cfg.Validate(); !errors.As(err, &ce) || ce.Field != "MaxLead" {
 		t.Fatalf("Logical with MaxLead 0: %v", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // shardSkew draws count IDs from g, rate per millisecond every `every`
@@ -207,8 +209,8 @@ func TestParseSequenceStart(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.SequenceStart = 7
-	var ce *ConfigError
+	var ce *configerr.Error
 	if err := cfg.Validate(); !errors.As(err, &ce) || ce.Field != "SequenceStart" {
-		t.Fatalf("Validate = %v, want a ConfigError naming SequenceStart", err)
+		t.Fatalf("Validate = %v, want a configerr.Error naming SequenceStart", err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // Config configures a Server.
@@ -81,10 +81,10 @@ func DefaultConfig() Config {
 }
 
 // Validate names the first field that is out of range, as a
-// *snowflake.ConfigError.
+// *configerr.Error.
 func (c Config) Validate() error {
 	bad := func(field string, value any, reason string) error {
-		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
+		return &configerr.Error{Field: field, Value: value, Reason: reason}
 	}
 	if c.MaxConns < 1 || c.MaxConns > 1_000_000 {
 		return bad("MaxConns", c.MaxConns, "is out of range 1..1000000")

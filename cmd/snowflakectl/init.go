@@ -14,7 +14,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // runInit is snowflakectl init: it makes a fleet's root owning the given
@@ -70,7 +70,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	ic.MaxHorizon, ic.MaxSkew, ic.NewFleet, ic.ScanSkip = *maxHorizon, *maxSkew, *newFleet, skip
 	if err := ic.Validate(); err != nil {
 		flagName := map[string]string{"ScanLimit": "--scan-limit", "MaxHorizon": "--max-horizon", "MaxSkew": "--max-skew", "Root": "--zk-root", "Owned": "--datacenters"}
-		var ce *snowflake.ConfigError
+		var ce *configerr.Error
 		if errors.As(err, &ce) && flagName[ce.Field] != "" {
 			return usageError(stderr, "init", "%s %v %s", flagName[ce.Field], ce.Value, ce.Reason)
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // zkTLSFlags are snowflaked's --zk-tls-* flags, for an ensemble that
@@ -42,7 +42,7 @@ func (z *zkTLSFlags) check() error {
 		return nil
 	}
 	err := z.files.Validate("")
-	var ce *snowflake.ConfigError
+	var ce *configerr.Error
 	if errors.As(err, &ce) {
 		msg := strings.TrimPrefix(err.Error(), "config "+ce.Field)
 		return fmt.Errorf("--%s%s", zkTLSFlagName(ce.Field), msg)

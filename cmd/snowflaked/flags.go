@@ -16,6 +16,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 	"github.com/snowfleet/snowfleet/worker"
 )
 
@@ -343,7 +344,7 @@ func (o *options) validate() error {
 		if err == nil {
 			continue
 		}
-		var ce *snowflake.ConfigError
+		var ce *configerr.Error
 		if errors.As(err, &ce) && ce.Field == "Insecure" {
 			return usagef("%v", errNoCredentials)
 		}

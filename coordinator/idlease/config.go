@@ -6,7 +6,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // Config configures an embedded lease. It is the coordinator's Config
@@ -31,10 +31,10 @@ func DefaultConfig() Config {
 }
 
 // Validate names the first field that is out of range, as a
-// *snowflake.ConfigError: the coordinator's checks, and Kind embedded.
+// *configerr.Error: the coordinator's checks, and Kind embedded.
 func (c Config) Validate() error {
 	if c.Kind != "" && c.Kind != zklayout.KindEmbedded {
-		return &snowflake.ConfigError{Field: "Kind", Value: c.Kind,
+		return &configerr.Error{Field: "Kind", Value: c.Kind,
 			Reason: `must be "embedded" (or empty) for an embedded lease; a worker is snowflaked`}
 	}
 	return c.withDefaults().Config.Validate()

@@ -6,7 +6,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // The config is the coordinator's: its defaults, its checks (named by
@@ -19,9 +19,9 @@ func TestEmbeddedConfig(t *testing.T) {
 		t.Fatalf("DefaultConfig %+v: want the coordinator's defaults with kind embedded and a program", d)
 	}
 	// As the coordinator's: no credentials and not Insecure is refused.
-	var ce *snowflake.ConfigError
+	var ce *configerr.Error
 	if err := d.Validate(); !errors.As(err, &ce) || ce.Field != "Insecure" {
-		t.Fatalf("DefaultConfig without credentials: Validate = %v; want a *snowflake.ConfigError naming Insecure", err)
+		t.Fatalf("DefaultConfig without credentials: Validate = %v; want a *configerr.Error naming Insecure", err)
 	}
 	d.Auth = "app:a-long-enough-secret"
 	if err := d.Validate(); err != nil {
@@ -41,9 +41,9 @@ func TestEmbeddedConfig(t *testing.T) {
 		c.Auth = "app:a-long-enough-secret"
 		tc.edit(&c)
 		err := c.Validate()
-		var ce *snowflake.ConfigError
+		var ce *configerr.Error
 		if !errors.As(err, &ce) || ce.Field != tc.field {
-			t.Errorf("%s: Validate = %v; want a *snowflake.ConfigError naming %s", tc.field, err, tc.field)
+			t.Errorf("%s: Validate = %v; want a *configerr.Error naming %s", tc.field, err, tc.field)
 		}
 		if _, err := New(c, nil, nil); err == nil {
 			t.Errorf("%s: New accepted the config", tc.field)

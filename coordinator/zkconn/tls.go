@@ -15,8 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // ErrTLSFiles: a ZooKeeper TLS certificate, key or CA file is missing,
@@ -39,7 +38,7 @@ type TLS struct {
 func (z TLS) Enabled() bool { return z.CertFile != "" || z.KeyFile != "" || z.CACertFile != "" }
 
 // Validate loads the files, as a connection would. An error is a
-// *snowflake.ConfigError naming the field as prefix+"CertFile" (KeyFile,
+// *configerr.Error naming the field as prefix+"CertFile" (KeyFile,
 // CACertFile) and wrapping ErrTLSFiles; coordinator.Config.Validate's
 // prefix is "TLS.".
 func (z TLS) Validate(prefix string) error {
@@ -51,7 +50,7 @@ func (z TLS) Validate(prefix string) error {
 // dial, from the address dialed); errors as Validate's.
 func (z TLS) load(prefix string) (*tls.Config, error) {
 	bad := func(field, value, reason string, err error) error {
-		ce := &snowflake.ConfigError{Field: prefix + field, Reason: reason, Err: ErrTLSFiles}
+		ce := &configerr.Error{Field: prefix + field, Reason: reason, Err: ErrTLSFiles}
 		if value != "" {
 			ce.Value = value
 		}

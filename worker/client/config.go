@@ -8,7 +8,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // Config configures a Client. Set either Servers (discovery through
@@ -107,10 +107,10 @@ func DefaultConfig() Config {
 }
 
 // Validate names the first field that is wrong, and its value, as a
-// *snowflake.ConfigError.
+// *configerr.Error.
 func (c Config) Validate() error {
 	bad := func(field string, value any, reason string) error {
-		return &snowflake.ConfigError{Field: field, Value: value, Reason: reason}
+		return &configerr.Error{Field: field, Value: value, Reason: reason}
 	}
 	switch {
 	case len(c.Servers) == 0 && len(c.Static) == 0:
@@ -124,7 +124,7 @@ func (c Config) Validate() error {
 	}{{"Servers", c.Servers}, {"Static", c.Static}} {
 		for _, s := range list.addrs {
 			if _, _, err := net.SplitHostPort(s); err != nil {
-				return &snowflake.ConfigError{Field: list.field, Value: s, Reason: "is not host:port", Err: err}
+				return &configerr.Error{Field: list.field, Value: s, Reason: "is not host:port", Err: err}
 			}
 		}
 	}

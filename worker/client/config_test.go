@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -43,9 +43,9 @@ func TestConfigValidate(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Validate() = %v, want it to name %q", tc.name, err, tc.want)
 		}
-		var ce *snowflake.ConfigError
+		var ce *configerr.Error
 		if !errors.As(err, &ce) || ce.Field != tc.field {
-			t.Errorf("%s: Validate() = %#v, want a *snowflake.ConfigError for field %s", tc.name, err, tc.field)
+			t.Errorf("%s: Validate() = %#v, want a *configerr.Error for field %s", tc.name, err, tc.field)
 		}
 	}
 	for _, tc := range []struct {

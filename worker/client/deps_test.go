@@ -17,6 +17,7 @@ func TestClientDepsLeaveOutLeaseProtocol(t *testing.T) {
 		mod + "coordinator/zkconn",
 		mod + "coordinator/zklayout",
 		mod + "snowflake",
+		mod + "snowflake/configerr",
 		mod + "worker/client",
 		mod + "worker/resp",
 	}

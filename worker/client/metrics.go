@@ -7,8 +7,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // Results of one request to one worker, the result label of
@@ -100,11 +99,11 @@ func checkConstLabels(labels map[string]string) error {
 	for _, name := range slices.Sorted(maps.Keys(labels)) {
 		switch {
 		case !validLabelName(name):
-			return &snowflake.ConfigError{Field: "ConstLabels", Value: name, Reason: "is not a label name: it must match [a-zA-Z_][a-zA-Z0-9_]* and not begin with __"}
+			return &configerr.Error{Field: "ConstLabels", Value: name, Reason: "is not a label name: it must match [a-zA-Z_][a-zA-Z0-9_]* and not begin with __"}
 		case name == "result":
-			return &snowflake.ConfigError{Field: "ConstLabels", Value: name, Reason: "is the label of snowflake_client_requests_total; choose another"}
+			return &configerr.Error{Field: "ConstLabels", Value: name, Reason: "is the label of snowflake_client_requests_total; choose another"}
 		case labels[name] == "":
-			return &snowflake.ConfigError{Field: "ConstLabels", Value: name, Reason: "has an empty value, which Prometheus treats as no label"}
+			return &configerr.Error{Field: "ConstLabels", Value: name, Reason: "has an empty value, which Prometheus treats as no label"}
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // TestPrefetchServesFromBuffer: with Prefetch, Next hands out IDs from
@@ -102,7 +103,7 @@ func TestPrefetchConfigChecked(t *testing.T) {
 		field    string
 	}{{-1, time.Second, "Prefetch"}, {MaxBatch + 1, time.Second, "Prefetch"}, {100, time.Millisecond, "MaxStaleness"}} {
 		cfg.Prefetch, cfg.MaxStaleness = tc.prefetch, tc.stale
-		var ce *snowflake.ConfigError
+		var ce *configerr.Error
 		if err := cfg.Validate(); !errors.As(err, &ce) || ce.Field != tc.field {
 			t.Errorf("Prefetch %d MaxStaleness %v: %v, want an error naming %s", tc.prefetch, tc.stale, err, tc.field)
 		}

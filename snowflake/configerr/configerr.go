@@ -1,15 +1,18 @@
-package snowflake
+// Package configerr is the error every snowfleet Config.Validate returns:
+// the field, its value and what is wrong with it, so that a flag layer maps
+// the field to its own flag name instead of reading the message.
+package configerr
 
 import (
 	"fmt"
 	"strings"
 )
 
-// ConfigError is a Config field that Validate rejected. Every snowfleet
+// Error is a Config field that Validate rejected. Every snowfleet
 // package's Validate returns one, so a caller can find the field with
 // errors.As (a flag layer maps it to its own flag name) instead of reading
 // the message.
-type ConfigError struct {
+type Error struct {
 	// Field is the Config field's Go name, such as "Horizon".
 	Field string
 	// Value is the rejected value (for a list, the rejected entry), or nil
@@ -23,7 +26,7 @@ type ConfigError struct {
 
 // Error names the field and its value: "config Horizon 1s must exceed Renew
 // 1s", or "config Servers: empty" when there is no value to show.
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("config ")
 	b.WriteString(e.Field)
@@ -50,4 +53,4 @@ func (e *ConfigError) Error() string {
 }
 
 // Unwrap returns the underlying cause.
-func (e *ConfigError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
