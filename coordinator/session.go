@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -186,16 +185,4 @@ func (z *zkSession) addOrphan(guid string) {
 func (z *zkSession) deletePath(ctx context.Context, p string) bool {
 	err := z.call(ctx, 0, func() error { return z.conn.Delete(p, -1) })
 	return err == nil || errors.Is(err, zk.ErrNoNode)
-}
-
-// SplitAddrs splits a comma-separated host:port list, as --zk takes it,
-// dropping blanks.
-func SplitAddrs(s string) []string {
-	var out []string
-	for _, a := range strings.Split(s, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
@@ -92,7 +93,7 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	var ensembles [][]string
 	seen := map[string]bool{}
 	for _, a := range fs.Args() {
-		servers := coordinator.SplitAddrs(a)
+		servers := cliflag.SplitAddrs(a)
 		if len(servers) == 0 {
 			return usageError(stderr, "fleets", "ensemble %q lists no host:port", a)
 		}

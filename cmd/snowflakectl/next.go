@@ -9,7 +9,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/worker/client"
 )
@@ -98,7 +98,7 @@ func clientConfig(fs *flag.FlagSet, z *zkFlags, addrs, cmd string, stderr io.Wri
 		if zkSet {
 			return cfg, usageError(stderr, cmd, "give --addr or --zk, not both")
 		}
-		cfg.Static = coordinator.SplitAddrs(addrs)
+		cfg.Static = cliflag.SplitAddrs(addrs)
 		if len(cfg.Static) == 0 {
 			return cfg, usageError(stderr, cmd, "--addr %q lists no address", addrs)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
@@ -45,7 +46,7 @@ func (z *zkFlags) register(fs *flag.FlagSet) {
 
 // check returns the server list, or a usage error naming the flag.
 func (z *zkFlags) check() ([]string, error) {
-	servers := coordinator.SplitAddrs(z.servers)
+	servers := cliflag.SplitAddrs(z.servers)
 	if len(servers) == 0 {
 		return nil, errors.New("--zk is empty; give host:port[,host:port...]")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/peterbourgon/ff/v3"
 
+	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
@@ -77,7 +78,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	coord := func(field, name string) string { o.coordFlags[field] = name; return name }
 	work := func(field, name string) string { o.workerFlags[field] = name; return name }
 	c, w := &o.coord, &o.worker
-	fs.Var(newAddrsFlag(&c.Servers), coord("Servers", "zk"), "ZooKeeper servers, comma-separated `host:port` list")
+	fs.Var(cliflag.NewAddrs(&c.Servers), coord("Servers", "zk"), "ZooKeeper servers, comma-separated `host:port` list")
 	fs.StringVar(&c.Root, coord("Root", "zk-root"), c.Root, "root znode of the fleet (several fleets can share an ensemble when they own disjoint datacenters: snowflakectl init --datacenters)")
 	fs.StringVar(&c.Auth, coord("Auth", "zk-auth"), c.Auth, "ZooKeeper digest auth as user:password; nodes are then writable by it only (default none; prefer --zk-auth-file: an argument shows in ps)")
 	fs.StringVar(&o.zkAuthFile, "zk-auth-file", "", "file holding the ZooKeeper digest credentials, one line user:password; must not be accessible to others (instead of --zk-auth)")
@@ -355,24 +356,6 @@ func (o *options) validate() error {
 		}
 		return usagef("%v", err)
 	}
-	return nil
-}
-
-// addrsFlag is a comma-separated host:port list bound to a []string field.
-// It keeps the text as given, for errors: --zk "," lists no address.
-type addrsFlag struct {
-	text  string
-	addrs *[]string
-}
-
-func newAddrsFlag(addrs *[]string) *addrsFlag {
-	return &addrsFlag{text: strings.Join(*addrs, ","), addrs: addrs}
-}
-
-func (f *addrsFlag) String() string { return f.text }
-func (f *addrsFlag) Get() any       { return f.text }
-func (f *addrsFlag) Set(s string) error {
-	f.text, *f.addrs = s, coordinator.SplitAddrs(s)
 	return nil
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -61,7 +61,7 @@ func TestFlagsBindConfigFields(t *testing.T) {
 			}
 		}
 	}
-	if want := coordinator.SplitAddrs("h:1,h:2"); !reflect.DeepEqual(o.coord.Servers, want) {
+	if want := cliflag.SplitAddrs("h:1,h:2"); !reflect.DeepEqual(o.coord.Servers, want) {
 		t.Errorf("--zk h:1,h:2 set Servers %q, want %q", o.coord.Servers, want)
 	}
 	if o.worker.Listen != "x:1" || o.worker.MaxConns != 7 || o.coord.Datacenter != 7 {
