@@ -1,11 +1,10 @@
 package coordinator
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
@@ -13,18 +12,16 @@ import (
 
 // Config configures a Coordinator.
 type Config struct {
-	// Servers are the ZooKeeper servers, host:port each.
-	Servers []string
-	// Root is the fleet's root znode; several fleets can share an ensemble
-	// under different roots when their datacenter ranges are disjoint.
-	Root string
-	// Auth is the workers' ZooKeeper digest identity, "user:password", or
-	// "" for none (then Insecure is required). With it, the worker's own
-	// nodes (lease, standby) are writable by that identity only and
-	// readable by the world, and the tree must grant it what a worker
-	// needs and the world nothing but read (FleetACL): checked at every
-	// session's start (ErrUntrustedTree).
-	Auth string
+	// ZKConfig is the ensemble (Servers), the fleet's root (Root), the
+	// workers' digest identity (Auth), TLS to the secureClientPort and the
+	// session timeout, checked by its own Validate. Here Auth "" needs
+	// Insecure; with it, the worker's own nodes (lease, standby) are
+	// writable by that identity only and readable by the world, and the
+	// tree must grant it what a worker needs and the world nothing but read
+	// (FleetACL): checked at every session's start (ErrUntrustedTree). The
+	// session timeout is how long a crashed or cut-off holder keeps its
+	// slot.
+	zklayout.ZKConfig
 	// Insecure lets the coordinator run without Auth. Its nodes are then
 	// world-writable, so any ZooKeeper client can cause duplicate IDs, and
 	// it trusts any tree. Without Auth and without Insecure, Validate
@@ -32,11 +29,6 @@ type Config struct {
 	// and the snowflake_coordinator_zk_insecure gauge is 1. With Auth it
 	// changes nothing.
 	Insecure bool
-	// TLS names the PEM files for ZooKeeper's secureClientPort; with any
-	// set, every connection to Servers is TLS (the servers' certificates
-	// must name the host dialed), and the files are re-read on each new
-	// connection when they changed. Servers must then list the secure ports.
-	TLS zkconn.TLS
 	// Datacenter pins the worker to the 32 slots of one datacenter (0..31);
 	// -1 means any slot of the datacenters the fleet's root owns. A pinned
 	// datacenter the root does not own is refused (ErrOutsideFleet).
@@ -53,10 +45,6 @@ type Config struct {
 	// otherwise a refusal to start (ErrScanUnreadable), since a fleet in it
 	// would go unseen. Skipped subtrees are logged at every start.
 	ScanSkip []string
-	// SessionTimeout is the ZooKeeper session timeout asked for: how long a
-	// crashed or cut-off holder keeps its slot. Pin the server's
-	// min/maxSessionTimeout so it is granted as asked.
-	SessionTimeout time.Duration
 	// Renew is how often the holder extends its reservation.
 	Renew time.Duration
 	// Horizon is how far past its clock a holder reserves timestamps: the
@@ -130,11 +118,9 @@ type Config struct {
 // logical clock leading by at most 5s, any datacenter, root /snowflake.
 func DefaultConfig() Config {
 	return Config{
-		Servers:            []string{"127.0.0.1:2181"},
-		Root:               zklayout.DefaultRoot,
+		ZKConfig:           zklayout.DefaultZKConfig(),
 		Datacenter:         -1,
 		ScanLimit:          DefaultScanLimit,
-		SessionTimeout:     6 * time.Second,
 		Renew:              time.Second,
 		Horizon:            DefaultHorizon,
 		StandbyHorizon:     DefaultStandbyHorizon,
@@ -155,28 +141,11 @@ func (c Config) Validate() error {
 	bad := func(field string, value any, reason string) error {
 		return &configerr.Error{Field: field, Value: value, Reason: reason}
 	}
-	if len(c.Servers) == 0 {
-		return bad("Servers", nil, "empty; give at least one host:port")
-	}
-	for _, s := range c.Servers {
-		if strings.TrimSpace(s) == "" {
-			return bad("Servers", c.Servers, "contains an empty address")
-		}
-	}
-	if !zklayout.ValidRoot(c.Root) {
-		return bad("Root", c.Root, "is not an absolute znode path such as /snowflake (not /, no trailing /)")
-	}
-	if _, _, err := zkconn.ParseAuth(c.Auth); err != nil {
-		// No Value: it is a secret (zkconn.ParseAuth's message redacts it).
-		return &configerr.Error{Field: "Auth", Err: err}
+	if err := c.ZKConfig.Validate(); err != nil {
+		return err
 	}
 	if c.Auth == "" && !c.Insecure {
 		return bad("Insecure", c.Insecure, "is false and Auth is empty: give ZooKeeper digest credentials, or set Insecure to run on a world-writable tree (anyone reaching ZooKeeper can then cause duplicate IDs)")
-	}
-	if c.TLS.Enabled() {
-		if err := c.TLS.Validate("TLS."); err != nil {
-			return err
-		}
 	}
 	if c.Datacenter < -1 || c.Datacenter > snowflake.MaxDatacenter {
 		return bad("Datacenter", c.Datacenter, fmt.Sprintf("is out of range -1..%d (-1 = any)", snowflake.MaxDatacenter))
@@ -188,9 +157,6 @@ func (c Config) Validate() error {
 		if !ValidSkipPath(p) {
 			return bad("ScanSkip", p, "is not an absolute, clean znode path such as /apps/private (not /, no trailing / nor . or ..)")
 		}
-	}
-	if c.SessionTimeout < 200*time.Millisecond || c.SessionTimeout > 10*time.Minute {
-		return bad("SessionTimeout", c.SessionTimeout, "is out of range 200ms..10m")
 	}
 	if c.Renew < 10*time.Millisecond {
 		return bad("Renew", c.Renew, "is below 10ms")
@@ -213,14 +179,8 @@ func (c Config) Validate() error {
 	if c.ReleaseTimeout <= 0 {
 		return bad("ReleaseTimeout", c.ReleaseTimeout, "must be positive")
 	}
-	if c.OnClockBack != snowflake.Refuse && c.OnClockBack != snowflake.Logical {
-		return bad("OnClockBack", c.OnClockBack, "is neither refuse nor logical")
-	}
-	if c.SequenceStart != snowflake.StartZero && c.SequenceStart != snowflake.StartSpread {
-		return bad("SequenceStart", int(c.SequenceStart), "is neither zero nor spread")
-	}
-	if c.OnClockBack == snowflake.Logical && c.MaxClockLead <= 0 {
-		return bad("MaxClockLead", c.MaxClockLead, "must be positive with OnClockBack logical")
+	if err := c.validateGenerator(); err != nil {
+		return err
 	}
 	if c.OnClockBack == snowflake.Logical && c.clockLead() > c.standbyHorizon() {
 		// A standby waiting makes the holder lower its ceiling to now +
@@ -234,10 +194,30 @@ func (c Config) Validate() error {
 			"is above StandbyHorizon %v (in force: a lead of %v against %v): a worker leading further would stall while a standby waits; at most %v",
 			c.StandbyHorizon, c.clockLead(), c.standbyHorizon(), c.standbyHorizon()))
 	}
-	if c.MaxRollbackWait < 0 || c.MaxRollbackWait > time.Second {
-		return bad("MaxRollbackWait", c.MaxRollbackWait, "is out of range 0..1s")
-	}
 	return c.validateKind()
+}
+
+// generatorConfig is the generator of a lease of slot, from floor to
+// ceiling, as c configures it.
+func (c Config) generatorConfig(slot snowflake.Slot, floor, ceiling int64) snowflake.Config {
+	return snowflake.Config{Slot: slot, Floor: floor, Ceiling: ceiling,
+		MaxRollbackWait: c.MaxRollbackWait, Clock: c.Clock,
+		OnClockBack: c.OnClockBack, MaxLead: c.clockLead(), SequenceStart: c.SequenceStart}
+}
+
+// validateGenerator holds the generator's fields to snowflake.Config's
+// rules, which are written there only; its MaxLead is our MaxClockLead.
+func (c Config) validateGenerator() error {
+	g := c.generatorConfig(snowflake.Slot{}, 0, 0)
+	g.MaxLead = c.MaxClockLead // the value given, not the one in force
+	err := g.Validate()
+	var ce *configerr.Error
+	if errors.As(err, &ce) && ce.Field == "MaxLead" {
+		named := *ce
+		named.Field = "MaxClockLead"
+		return &named
+	}
+	return err
 }
 
 // DefaultHorizon rides out a ZooKeeper outage of 30 s: the reservation a

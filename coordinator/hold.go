@@ -21,9 +21,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 	if floor < snowflake.MinUnixMs {
 		floor = 0
 	}
-	gen, err := snowflake.NewGenerator(snowflake.Config{Slot: l.slot, Floor: floor, Ceiling: l.ceiling,
-		MaxRollbackWait: c.cfg.MaxRollbackWait, Clock: c.clock,
-		OnClockBack: c.cfg.OnClockBack, MaxLead: c.cfg.clockLead(), SequenceStart: c.cfg.SequenceStart})
+	gen, err := snowflake.NewGenerator(c.cfg.generatorConfig(l.slot, floor, l.ceiling))
 	if err != nil {
 		// Only a reservation outside the ID's time range gets here.
 		c.log.Error("cannot make a generator for the lease", "slot", l.slot, "error", err)

@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
@@ -82,7 +80,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if err := skip.check(); err != nil {
 		return usageError(stderr, "init", "%v", err)
 	}
-	conn, err := zkconn.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
+	conn, err := z.dial(servers, min(*timeout, 10*time.Second))
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
 		return exitFailure

@@ -9,10 +9,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
 // runRecover is snowflakectl recover: after ZooKeeper was restored from a
@@ -61,7 +59,7 @@ func runRecover(args []string, in input, stdout, stderr io.Writer) int {
 	if !*yes && !in.confirm(stdout, stderr, "recover", "Run this only after restoring ZooKeeper from a backup.") {
 		return exitFailure
 	}
-	conn, err := zkconn.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
+	conn, err := z.dial(servers, min(*timeout, 10*time.Second))
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl recover: %v\n", err)
 		return exitFailure

@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -86,7 +84,7 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	if !*yes && !in.terminal {
 		return usageError(stderr, "repair", "%v", errNoTerminal)
 	}
-	conn, err := zkconn.DialTLS(servers, z.auth, z.tls.files, max(*timeout, 2*time.Second), hclog.NewNullLogger())
+	conn, err := z.dial(servers, max(*timeout, 2*time.Second))
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
 		return exitFailure

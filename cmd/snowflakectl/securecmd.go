@@ -7,10 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
 	"github.com/snowfleet/snowfleet/coordinator"
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
 // runSecure is snowflakectl secure: it re-ACLs an existing fleet's tree to
@@ -63,7 +60,7 @@ func runSecure(args []string, in input, stdout, stderr io.Writer) int {
 	if !*yes && !in.confirm(stdout, stderr, "secure", "Workers without the workers' credentials can no longer write the tree.") {
 		return exitFailure
 	}
-	conn, err := zkconn.DialTLS(servers, z.auth, z.tls.files, min(*timeout, 10*time.Second), hclog.NewNullLogger())
+	conn, err := z.dial(servers, min(*timeout, 10*time.Second))
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl secure: %v\n", err)
 		return exitFailure

@@ -3,10 +3,8 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"sort"
 	"strings"
@@ -14,63 +12,16 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"github.com/hashicorp/go-hclog"
 
-	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
 	"github.com/snowfleet/snowfleet/coordinator"
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
-// zkFlags are the ZooKeeper flags shared by slots, next and bench; each
-// defaults from the environment variable snowflaked reads for it.
-type zkFlags struct {
-	servers, root, auth, authFile string
-	tls                           zkTLSFlags
-}
-
-func (z *zkFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&z.servers, "zk", envOr("SNOWFLAKE_ZK", "127.0.0.1:2181"),
-		"ZooKeeper `servers`, comma-separated host:port (env SNOWFLAKE_ZK)")
-	fs.StringVar(&z.root, "zk-root", envOr("SNOWFLAKE_ZK_ROOT", zklayout.DefaultRoot),
-		"the fleet's root `znode` (env SNOWFLAKE_ZK_ROOT)")
-	// The environment's credentials are read at check, never shown as a
-	// default in -h.
-	fs.StringVar(&z.auth, "zk-auth", "",
-		"ZooKeeper digest auth `user:password` (env SNOWFLAKE_ZK_AUTH); an argument shows in ps: prefer --zk-auth-file")
-	fs.StringVar(&z.authFile, "zk-auth-file", "",
-		"`file` holding the ZooKeeper digest credentials, one line user:password, not accessible to others (env SNOWFLAKE_ZK_AUTH_FILE)")
-	z.tls.register(fs)
-}
-
-// check returns the server list, or a usage error naming the flag.
-func (z *zkFlags) check() ([]string, error) {
-	servers := cliflag.SplitAddrs(z.servers)
-	if len(servers) == 0 {
-		return nil, errors.New("--zk is empty; give host:port[,host:port...]")
-	}
-	for _, s := range servers {
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			return nil, fmt.Errorf("--zk entry %q is not host:port", s)
-		}
-	}
-	if !zklayout.ValidRoot(z.root) {
-		return nil, fmt.Errorf("--zk-root %q must be an absolute znode path like /snowflake", z.root)
-	}
-	if err := z.readAuth(); err != nil {
-		return nil, err
-	}
-	if err := z.tls.check(); err != nil {
-		return nil, err
-	}
-	return servers, nil
-}
-
 // readSlotMap reads the slot map, bounded by timeout: go-zookeeper has no
 // call timeouts of its own and would wait for an unreachable ensemble.
 func (z *zkFlags) readSlotMap(servers []string, timeout time.Duration) (coordinator.SlotMap, error) {
-	conn, err := zkconn.DialTLS(servers, z.auth, z.tls.files, max(timeout, 2*time.Second), hclog.NewNullLogger())
+	conn, err := z.dial(servers, max(timeout, 2*time.Second))
 	if err != nil {
 		return coordinator.SlotMap{}, err
 	}
@@ -339,30 +290,4 @@ func durOrDash(ms *int64, signed bool) string {
 		d = "+" + d
 	}
 	return d
-}
-
-// readAuth settles the ZooKeeper credentials: --zk-auth, or the file
-// --zk-auth-file names, or else SNOWFLAKE_ZK_AUTH_FILE or
-// SNOWFLAKE_ZK_AUTH from the environment.
-func (z *zkFlags) readAuth() error {
-	if z.auth != "" && z.authFile != "" {
-		return errors.New("--zk-auth and --zk-auth-file are both given; give one")
-	}
-	if z.auth == "" && z.authFile == "" {
-		z.authFile = os.Getenv("SNOWFLAKE_ZK_AUTH_FILE")
-		if z.authFile == "" {
-			z.auth = os.Getenv("SNOWFLAKE_ZK_AUTH")
-		}
-	}
-	if z.authFile != "" {
-		auth, err := coordinator.ReadAuthFile(z.authFile)
-		if err != nil {
-			return fmt.Errorf("--zk-auth-file %q: %w", z.authFile, err)
-		}
-		z.auth = auth
-	}
-	if z.auth != "" && !strings.Contains(z.auth, ":") {
-		return errors.New("--zk-auth must be user:password")
-	}
-	return nil
 }

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"os"
-	"strings"
 
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
-	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
 // zkTLSFlags are snowflaked's --zk-tls-* flags, for an ensemble that
@@ -41,11 +37,5 @@ func (z *zkTLSFlags) check() error {
 	if !z.files.Enabled() {
 		return nil
 	}
-	err := z.files.Validate("")
-	var ce *configerr.Error
-	if errors.As(err, &ce) {
-		msg := strings.TrimPrefix(err.Error(), "config "+ce.Field)
-		return fmt.Errorf("--%s%s", zkTLSFlagName(ce.Field), msg)
-	}
-	return err
+	return flagError(z.files.Validate(""), zkTLSFlagName)
 }

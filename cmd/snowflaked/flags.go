@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -194,28 +195,18 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		}
 		o.passwords = pws
 	}
-	// The library bounds the lead by the horizon anyway; a lead asked for
-	// beyond it is a mistake worth saying (the default is not asked for).
+	// The library bounds these by the horizon and takes the lower value;
+	// one asked for beyond it is a mistake worth saying (a default is not
+	// asked for). The rules between the fields are Validate's (validate).
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if set["standby-horizon"] && o.coord.StandbyHorizon > o.coord.Horizon {
 		return o, usagef("--standby-horizon %v is larger than --horizon %v: it shortens the reservation while a standby waits",
 			o.coord.StandbyHorizon, o.coord.Horizon)
 	}
-	if sh := o.coord.StandbyHorizon; sh > 0 && min(sh, o.coord.Horizon) <= o.coord.Renew && o.coord.Horizon > o.coord.Renew {
-		return o, usagef("--standby-horizon %v is not larger than --renew %v: the shortened reservation would run out between renewals",
-			o.coord.StandbyHorizon, o.coord.Renew)
-	}
 	if set["max-clock-lead"] && o.coord.MaxClockLead > o.coord.Horizon {
 		return o, usagef("--max-clock-lead %v is larger than --horizon %v: the logical clock can never lead the clock by more than the reservation",
 			o.coord.MaxClockLead, o.coord.Horizon)
-	}
-	// coordinator.Config.Validate refuses this too (naming MaxClockLead);
-	// said here with both flags, since lowering either one can cause it.
-	if sh := o.coord.StandbyHorizon; o.coord.OnClockBack == snowflake.Logical && sh > 0 && sh < o.coord.Horizon &&
-		min(o.coord.MaxClockLead, o.coord.Horizon) > sh {
-		return o, usagef("--max-clock-lead %v is larger than --standby-horizon %v: a worker whose logical clock leads further would stall while a standby waits; set --max-clock-lead to at most %v",
-			o.coord.MaxClockLead, sh, sh)
 	}
 	return o, nil
 }
@@ -351,12 +342,30 @@ func (o *options) validate() error {
 		}
 		if errors.As(err, &ce) {
 			if name, ok := v.flags[ce.Field]; ok {
-				return usagef("--%s %s: %v", name, o.value(name), err)
+				return usagef("--%s %s: %s", name, o.value(name), namingFlags(err.Error(), ce.Field, v.flags))
 			}
 		}
 		return usagef("%v", err)
 	}
 	return nil
+}
+
+// namingFlags is msg, Validate's error about field, with the other
+// fields it names replaced by their flags: "config StandbyHorizon 1s must
+// exceed --renew 1s", so the message says every flag to change.
+func namingFlags(msg, field string, flags map[string]string) string {
+	head := "config " + field
+	rest, ok := strings.CutPrefix(msg, head)
+	if !ok {
+		return msg
+	}
+	for f, name := range flags {
+		if f == field || strings.Contains(f, ".") {
+			continue
+		}
+		rest = regexp.MustCompile(`\b`+f+`\b`).ReplaceAllString(rest, "--"+name)
+	}
+	return head + rest
 }
 
 // value is the flag's value as parsed, for error messages: strings quoted,

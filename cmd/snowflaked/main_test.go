@@ -39,10 +39,10 @@ func TestFlags(t *testing.T) {
 	}{
 		{[]string{"--version"}, nil, 0, "snowflaked "},
 		{[]string{"--help"}, nil, 0, "SNOWFLAKE_<NAME>"},
-		{[]string{"--horizon", "500ms"}, nil, 2, "--horizon 500ms: config Horizon 500ms must exceed Renew 1s"},
+		{[]string{"--horizon", "500ms"}, nil, 2, "--horizon 500ms: config Horizon 500ms must exceed --renew 1s"},
 		{[]string{"--standby-horizon", "50s"}, nil, 2, "--standby-horizon 50s is larger than --horizon 40s"},
-		{[]string{"--standby-horizon", "1s"}, nil, 2, "--standby-horizon 1s is not larger than --renew 1s"},
-		{[]string{"--renew", "5s"}, nil, 2, "--standby-horizon 5s is not larger than --renew 5s"},
+		{[]string{"--standby-horizon", "1s"}, nil, 2, "--standby-horizon 1s: config StandbyHorizon 1s must exceed --renew 1s"},
+		{[]string{"--renew", "5s"}, nil, 2, "--standby-horizon 5s: config StandbyHorizon 5s must exceed --renew 5s"},
 		{[]string{"--renew", "soon"}, nil, 2, `invalid value "soon" for flag -renew`},
 		{[]string{"--datacenter", "40"}, nil, 2, "--datacenter 40: config Datacenter 40 is out of range -1..31"},
 		{[]string{"--zk-root", "snowflake"}, nil, 2, `--zk-root "snowflake": config Root`},

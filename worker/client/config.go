@@ -2,8 +2,10 @@ package client
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
@@ -118,26 +120,23 @@ func (c Config) Validate() error {
 	case len(c.Servers) > 0 && len(c.Static) > 0:
 		return bad("Static", c.Static, fmt.Sprintf("and Servers %q are exclusive; set one", c.Servers))
 	}
-	for _, list := range []struct {
-		field string
-		addrs []string
-	}{{"Servers", c.Servers}, {"Static", c.Static}} {
-		for _, s := range list.addrs {
-			if _, _, err := net.SplitHostPort(s); err != nil {
-				return &configerr.Error{Field: list.field, Value: s, Reason: "is not host:port", Err: err}
-			}
+	for _, s := range c.Static {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return &configerr.Error{Field: "Static", Value: s, Reason: "is not host:port", Err: err}
 		}
 	}
-	if len(c.Servers) > 0 && c.ZKTLS.Enabled() {
-		if err := c.ZKTLS.Validate("ZKTLS."); err != nil {
+	if len(c.Servers) > 0 {
+		if err := c.zk().Validate(); err != nil {
+			var ce *configerr.Error
+			if errors.As(err, &ce) && strings.HasPrefix(ce.Field, "TLS.") {
+				named := *ce
+				named.Field = "ZK" + ce.Field // ZKTLS.CertFile: this Config's field
+				return &named
+			}
 			return err
 		}
 	}
 	switch {
-	case len(c.Servers) > 0 && !zklayout.ValidRoot(c.Root):
-		return bad("Root", c.Root, "is not an absolute znode path such as /snowflake (not /, no trailing /)")
-	case len(c.Servers) > 0 && c.SessionTimeout < 100*time.Millisecond:
-		return bad("SessionTimeout", c.SessionTimeout, "must be at least 100ms")
 	case c.PoolSize < 1 || c.PoolSize > 1024:
 		return bad("PoolSize", c.PoolSize, "must be in 1..1024")
 	case c.IdleTimeout <= 0:
@@ -158,4 +157,11 @@ func (c Config) Validate() error {
 		return bad("MaxStaleness", c.MaxStaleness, "must be at least 10ms with Prefetch on: a younger run could not be handed out")
 	}
 	return checkConstLabels(c.ConstLabels)
+}
+
+// zk is the ZooKeeper side of c, checked and dialled as the workers' is:
+// the same rules for the servers, the root, the credentials, TLS and the
+// session timeout.
+func (c Config) zk() zklayout.ZKConfig {
+	return zklayout.ZKConfig{Servers: c.Servers, Root: c.Root, Auth: c.Auth, TLS: c.ZKTLS, SessionTimeout: c.SessionTimeout}
 }

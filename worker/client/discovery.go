@@ -7,12 +7,11 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
 func dialZK(cfg Config, log hclog.Logger) (*zk.Conn, error) {
-	conn, err := zkconn.DialTLS(cfg.Servers, cfg.Auth, cfg.ZKTLS, cfg.SessionTimeout, log.Named("zk"))
+	conn, err := cfg.zk().Dial(log.Named("zk"))
 	if err != nil {
 		return nil, fmt.Errorf("client: open zookeeper session: %w", err)
 	}
