@@ -212,19 +212,23 @@ func (s *claimer) cleanOrphans(ctx context.Context, names []string) {
 // candidates are the slots this worker may claim: inside the fleet's
 // datacenters, and inside --datacenter when pinned.
 func (s *claimer) candidates() []snowflake.Slot {
-	lo, hi := 0, snowflake.Slots
-	if dc := s.c.cfg.Datacenter; dc >= 0 {
-		lo, hi = dc*(snowflake.MaxMachine+1), (dc+1)*(snowflake.MaxMachine+1)
-	}
-	cands := s.c.cfg.slots
-	if cands == nil {
-		for i := lo; i < hi; i++ {
-			if sl := snowflake.SlotAt(i); s.owned.Has(sl.Datacenter) {
-				cands = append(cands, sl)
-			}
+	dc := s.c.cfg.Datacenter
+	cands := make([]snowflake.Slot, 0, len(s.c.space))
+	for _, sl := range s.c.space {
+		if s.owned.Has(sl.Datacenter) && (dc < 0 || sl.Datacenter == dc) {
+			cands = append(cands, sl)
 		}
 	}
 	return cands
+}
+
+// allSlots is every slot, in the order of snowflake.SlotAt.
+func allSlots() []snowflake.Slot {
+	all := make([]snowflake.Slot, snowflake.Slots)
+	for i := range all {
+		all[i] = snowflake.SlotAt(i)
+	}
+	return all
 }
 
 // freeSlots are the candidate slots no lease node names.

@@ -107,10 +107,6 @@ type Config struct {
 	// Clock is the time source of the generator and of the reservations;
 	// nil means snowflake.SystemClock.
 	Clock snowflake.Clock
-
-	// slots, when set (by tests in this package), limits the candidate
-	// slots, so that a successor must take a given slot.
-	slots []snowflake.Slot
 }
 
 // DefaultConfig: session timeout 6s, renew 1s, horizon 40s (a ZooKeeper

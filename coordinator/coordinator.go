@@ -54,6 +54,11 @@ type Coordinator struct {
 	m     *metrics
 	acl   []zk.ACL
 	clock snowflake.Clock
+	// space is every slot this coordinator chooses among, before the
+	// fleet's datacenters and cfg.Datacenter narrow it: all 1,024 (New).
+	// Tests of this package narrow it so that a successor must take a
+	// given slot.
+	space []snowflake.Slot
 
 	running atomic.Bool
 	gen     atomic.Pointer[snowflake.Generator]
@@ -104,7 +109,7 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Coordinator,
 		log = hclog.NewNullLogger()
 	}
 	c := &Coordinator{
-		cfg: cfg, log: log, acl: ACL(cfg.Auth), clock: cfg.Clock,
+		cfg: cfg, log: log, acl: ACL(cfg.Auth), clock: cfg.Clock, space: allSlots(),
 		wake: make(chan struct{}, 1), state: StateStopped, since: time.Now(),
 	}
 	if cfg.Auth == "" {

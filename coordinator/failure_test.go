@@ -15,9 +15,24 @@ import (
 
 var testSlot = snowflake.Slot{Datacenter: 3, Machine: 4}
 
-func pinned(cfg Config, s snowflake.Slot) Config {
-	cfg.slots = []snowflake.Slot{s}
-	return cfg
+// pinnedConfig is a Config whose coordinator may claim only slots (its
+// space narrowed after New), so that a successor must take a given slot.
+type pinnedConfig struct {
+	Config
+	slots []snowflake.Slot
+}
+
+// workerConfig is what startWorker takes: a Config, or a pinnedConfig.
+type workerConfig interface {
+	split() (Config, []snowflake.Slot)
+}
+
+func (c Config) split() (Config, []snowflake.Slot)       { return c, nil }
+func (p pinnedConfig) split() (Config, []snowflake.Slot) { return p.Config, p.slots }
+
+// pinned is cfg whose coordinator may claim only the slots given.
+func pinned(cfg Config, slots ...snowflake.Slot) pinnedConfig {
+	return pinnedConfig{Config: cfg, slots: slots}
 }
 
 func (w *worker) losses() float64 {

@@ -73,14 +73,14 @@ type worker struct {
 	stopOnce sync.Once
 }
 
-func startWorker(t testing.TB, name string, cfg Config, rec *recorder) *worker {
+func startWorker(t testing.TB, name string, cfg workerConfig, rec *recorder) *worker {
 	t.Helper()
 	return startWorkerWith(t, name, cfg, rec, nil)
 }
 
 // startWorkerWith is startWorker with the coordinator's metrics registered
 // in reg.
-func startWorkerWith(t testing.TB, name string, cfg Config, rec *recorder, reg prometheus.Registerer) *worker {
+func startWorkerWith(t testing.TB, name string, cfg workerConfig, rec *recorder, reg prometheus.Registerer) *worker {
 	t.Helper()
 	return startWorkerLogged(t, name, cfg, rec, reg, testLogger(t, name))
 }
@@ -88,9 +88,10 @@ func startWorkerWith(t testing.TB, name string, cfg Config, rec *recorder, reg p
 // startWorkerLogged is startWorkerWith logging to log. Workers never make
 // their root: a root that does not exist yet is made first, as
 // snowflakectl init --new-fleet does (startWorkerBare does not).
-func startWorkerLogged(t testing.TB, name string, cfg Config, rec *recorder, reg prometheus.Registerer, log hclog.Logger) *worker {
+func startWorkerLogged(t testing.TB, name string, cfg workerConfig, rec *recorder, reg prometheus.Registerer, log hclog.Logger) *worker {
 	t.Helper()
-	initFleet(t, cfg)
+	base, _ := cfg.split()
+	initFleet(t, base)
 	return startWorkerBare(t, name, cfg, rec, reg, log)
 }
 
@@ -124,11 +125,15 @@ func initFleet(t testing.TB, cfg Config) {
 }
 
 // startWorkerBare is startWorkerLogged without making the root.
-func startWorkerBare(t testing.TB, name string, cfg Config, rec *recorder, reg prometheus.Registerer, log hclog.Logger) *worker {
+func startWorkerBare(t testing.TB, name string, cfg workerConfig, rec *recorder, reg prometheus.Registerer, log hclog.Logger) *worker {
 	t.Helper()
-	c, err := New(cfg, log, reg)
+	base, slots := cfg.split()
+	c, err := New(base, log, reg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if slots != nil {
+		c.space = slots
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &worker{t: t, name: name, c: c, cancel: cancel, done: make(chan error, 1), rec: rec}

@@ -21,8 +21,7 @@ func TestRefusedRenew(t *testing.T) {
 	cfg := testConfig(zs.Addr())
 	cfg.Auth = "fleet:s3cret"
 	other := snowflake.Slot{Datacenter: 3, Machine: 5}
-	cfg.slots = []snowflake.Slot{testSlot, other}
-	w := startWorker(t, "W", cfg, rec)
+	w := startWorker(t, "W", pinned(cfg, testSlot, other), rec)
 	w.waitReady(10 * time.Second)
 	first := w.c.Status()
 	gen := w.c.Generator()

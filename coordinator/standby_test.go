@@ -196,7 +196,7 @@ func TestStandbyNodeOfOurSessionDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * cfg.Renew)
-	if !fullHorizon(t, obs, cfg, testSlot) {
+	if !fullHorizon(t, obs, cfg.Config, testSlot) {
 		t.Errorf("A shortened its reservation to %v for a standby node of its own", ahead(t, obs, cfg.Root, testSlot))
 	}
 	waitFor(t, orphanRelist+2*time.Second, "A's own standby node deleted", func() bool {
@@ -231,7 +231,7 @@ func TestStandbyNodeDeleteFailedThenDeleted(t *testing.T) {
 	if err != nil || len(names) != 1 {
 		t.Fatalf("standby/ holds %q (%v); want B's node, whose delete standby/ refused", names, err)
 	}
-	if !fullHorizon(t, obs, cfg, testSlot) {
+	if !fullHorizon(t, obs, cfg.Config, testSlot) {
 		t.Errorf("B shortened its reservation to %v for its own standby node", ahead(t, obs, cfg.Root, testSlot))
 	}
 	if _, err := obs.SetACL(StandbyPath(cfg.Root), zk.WorldACL(zk.PermAll), -1); err != nil {
@@ -259,15 +259,13 @@ func TestStandbyAvoidingFreeSlotUnseen(t *testing.T) {
 	if _, err := obs.Set(zklayout.SlotPath(cfg.Root, other), encodeSlot(SlotRecord{ReservedUntilMs: now + time.Hour.Milliseconds(), UpdatedMs: now}), -1); err != nil {
 		t.Fatal(err)
 	}
-	bcfg := cfg
-	bcfg.slots = []snowflake.Slot{testSlot, other}
-	b := startWorker(t, "B", bcfg, nil)
+	b := startWorker(t, "B", pinned(cfg.Config, testSlot, other), nil)
 	waitFor(t, 10*time.Second, "B standing by", func() bool { return b.c.Status().State == StateStandby })
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if names, _, _ := obs.Children(StandbyPath(cfg.Root)); len(names) != 0 {
 			t.Fatalf("B, which avoids the free slot %s, shows itself: standby/ holds %q", other, names)
 		}
-		if !fullHorizon(t, obs, cfg, testSlot) {
+		if !fullHorizon(t, obs, cfg.Config, testSlot) {
 			t.Fatalf("A shortened its reservation to %v for a standby that can take nothing", ahead(t, obs, cfg.Root, testSlot))
 		}
 	}
@@ -275,7 +273,7 @@ func TestStandbyAvoidingFreeSlotUnseen(t *testing.T) {
 	if _, err := obs.Set(zklayout.SlotPath(cfg.Root, other), encodeSlot(SlotRecord{ReservedUntilMs: now, UpdatedMs: now}), -1); err != nil {
 		t.Fatal(err)
 	}
-	c := startWorker(t, "C", pinned(cfg, other), nil)
+	c := startWorker(t, "C", pinned(cfg.Config, other), nil)
 	c.waitReady(15 * time.Second)
 	waitFor(t, 15*time.Second, "B's standby node once both slots are held", func() bool {
 		names, _, err := obs.Children(StandbyPath(cfg.Root))
