@@ -99,7 +99,7 @@ images-clean:
 
 ## integration: the docker-compose chaos suite
 integration:
-	$(GO) test -tags integration -count=1 -timeout 25m -v ./integration/
+	$(GO) test -tags integration -count=1 -timeout 50m -v ./integration/
 
 ## integration-mutants: the mutation proof, nightly-sized (not in check): each
 ## deliberately broken worker (integration/mutants/<name>.patch, built from a

@@ -95,7 +95,12 @@ func slotNodeEmptied(e env) result {
 	down := sessionTimeout + 4*time.Second // its lease node is gone by then
 	e.sleep(down)
 	e.docker("start", w.ID)
-	e.sleep(3 * time.Second)
+	// Recovered once the fleet serves again (the restarted worker on
+	// another slot); the checks and the operator's repair come after and
+	// are not part of it.
+	_, err = WaitServing(e.ctx, e.st, 3, recoveryBound)
+	e.must(err, "the fleet after "+w.Short()+"'s restart")
+	back := time.Now()
 	sm, err := coordinator.ReadSlotMap(conn, zkRoot)
 	e.must(err, "read the slot map")
 	if sm.Damaged[sl] == "" {
@@ -112,8 +117,8 @@ func slotNodeEmptied(e env) result {
 	if rec.ReservedUntilMs <= s.CeilingMs {
 		e.t.Errorf("repair reserved %s until %d, not above its killed holder's ceiling %d", sl, rec.ReservedUntilMs, s.CeilingMs)
 	}
-	return result{want: 3, fault: fault, outage: down, note: fmt.Sprintf("emptied %s's slot node %s by hand and killed it: shown damaged, never served; %s",
-		w.Short(), sl, strings.ReplaceAll(out, "\n", "; "))}
+	return result{want: 3, fault: fault, back: back, outage: down, note: fmt.Sprintf("emptied %s's slot node %s by hand and killed it: shown damaged, never served; serving again %.1f s after its restart; %s",
+		w.Short(), sl, back.Sub(fault.Add(down)).Seconds(), strings.ReplaceAll(out, "\n", "; "))}
 }
 
 // q: the whole ensemble loses its data (its data and log directories
