@@ -7,7 +7,7 @@
 // and checks after each that no ID repeated, IDs of a slot only grew in each
 // client's order, one holder per slot, and the fleet served again in time.
 //
-//	go test -tags integration -count=1 -timeout 25m -v ./integration/
+//	go test -tags integration -count=1 -timeout 50m -v ./integration/
 //
 // It needs Docker and docker-compose (or docker compose) and builds the
 // images it lacks with deploy/build-images.sh. Without Docker it fails;
