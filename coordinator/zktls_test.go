@@ -12,6 +12,7 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // startTLSZK is a ZooKeeper with a secureClientPort and the certificates
@@ -22,8 +23,8 @@ func startTLSZK(t *testing.T) (*zktest.Server, *zktest.Certs) {
 	return zktest.StartWith(t, zktest.Options{TLS: certs}), certs
 }
 
-func clientTLS(c *zktest.Certs) zkconn.TLS {
-	return zkconn.TLS{CertFile: c.ClientCertFile, KeyFile: c.ClientKeyFile, CACertFile: c.CAFile}
+func clientTLS(c *zktest.Certs) tlsfiles.Files {
+	return tlsfiles.Files{CertFile: c.ClientCertFile, KeyFile: c.ClientKeyFile, CACertFile: c.CAFile}
 }
 
 // A worker on the secure port only, with digest auth as well, claims,
@@ -98,12 +99,12 @@ func TestZKTLSRefused(t *testing.T) {
 	}
 	for _, c := range []struct {
 		what  string
-		files zkconn.TLS
+		files tlsfiles.Files
 	}{
-		{"no client certificate", zkconn.TLS{CACertFile: certs.CAFile}},
-		{"client certificate of another CA", zkconn.TLS{CertFile: certs.OtherClientCertFile, KeyFile: certs.OtherClientKeyFile, CACertFile: certs.CAFile}},
-		{"client trusting another CA", zkconn.TLS{CertFile: certs.ClientCertFile, KeyFile: certs.ClientKeyFile, CACertFile: certs.OtherCAFile}},
-		{"plaintext", zkconn.TLS{}},
+		{"no client certificate", tlsfiles.Files{CACertFile: certs.CAFile}},
+		{"client certificate of another CA", tlsfiles.Files{CertFile: certs.OtherClientCertFile, KeyFile: certs.OtherClientKeyFile, CACertFile: certs.CAFile}},
+		{"client trusting another CA", tlsfiles.Files{CertFile: certs.ClientCertFile, KeyFile: certs.ClientKeyFile, CACertFile: certs.OtherCAFile}},
+		{"plaintext", tlsfiles.Files{}},
 	} {
 		conn, err := zkconn.DialTLS([]string{zs.TLSAddr()}, "", c.files, 2*time.Second, nil)
 		if err != nil {
@@ -125,13 +126,13 @@ func TestZKTLSRefused(t *testing.T) {
 func TestZKTLSReloadsFiles(t *testing.T) {
 	zs, certs := startTLSZK(t)
 	dir := t.TempDir()
-	files := zkconn.TLS{CertFile: dir + "/cert.pem", KeyFile: dir + "/key.pem", CACertFile: certs.CAFile}
+	files := tlsfiles.Files{CertFile: dir + "/cert.pem", KeyFile: dir + "/key.pem", CACertFile: certs.CAFile}
 	copyFile(t, certs.OtherClientCertFile, files.CertFile)
 	copyFile(t, certs.OtherClientKeyFile, files.KeyFile)
 	cfg := testConfig(zs.TLSAddr())
 	cfg.TLS = files
 	plain := cfg
-	plain.Servers, plain.TLS = []string{zs.Addr()}, zkconn.TLS{}
+	plain.Servers, plain.TLS = []string{zs.Addr()}, tlsfiles.Files{}
 	initFleet(t, plain) // through the plaintext port, which the server also serves
 	w := startWorkerBare(t, "rotated", cfg, nil, nil, testLogger(t, "rotated"))
 	time.Sleep(2 * time.Second)
@@ -168,16 +169,16 @@ func TestZKTLSValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		files zkconn.TLS
+		files tlsfiles.Files
 		field string
 	}{
-		{zkconn.TLS{KeyFile: certs.ClientKeyFile}, "TLS.CertFile"},
-		{zkconn.TLS{CertFile: certs.ClientCertFile}, "TLS.KeyFile"},
-		{zkconn.TLS{CertFile: "/nonexistent/cert.pem", KeyFile: certs.ClientKeyFile}, "TLS.CertFile"},
-		{zkconn.TLS{CertFile: certs.ClientCertFile, KeyFile: "/nonexistent/key.pem"}, "TLS.KeyFile"},
-		{zkconn.TLS{CertFile: certs.ClientCertFile, KeyFile: certs.OtherClientKeyFile}, "TLS.CertFile"},
-		{zkconn.TLS{CACertFile: notPEM}, "TLS.CACertFile"},
-		{zkconn.TLS{CACertFile: "/nonexistent/ca.pem"}, "TLS.CACertFile"},
+		{tlsfiles.Files{KeyFile: certs.ClientKeyFile}, "TLS.CertFile"},
+		{tlsfiles.Files{CertFile: certs.ClientCertFile}, "TLS.KeyFile"},
+		{tlsfiles.Files{CertFile: "/nonexistent/cert.pem", KeyFile: certs.ClientKeyFile}, "TLS.CertFile"},
+		{tlsfiles.Files{CertFile: certs.ClientCertFile, KeyFile: "/nonexistent/key.pem"}, "TLS.KeyFile"},
+		{tlsfiles.Files{CertFile: certs.ClientCertFile, KeyFile: certs.OtherClientKeyFile}, "TLS.CertFile"},
+		{tlsfiles.Files{CACertFile: notPEM}, "TLS.CACertFile"},
+		{tlsfiles.Files{CACertFile: "/nonexistent/ca.pem"}, "TLS.CACertFile"},
 	} {
 		cfg := testConfig("127.0.0.1:2181")
 		cfg.TLS = c.files

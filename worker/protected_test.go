@@ -12,6 +12,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // hostIP is an address of this machine that is not loopback (eth0's, say):
@@ -94,7 +96,7 @@ func TestProtectedMode(t *testing.T) {
 	// Mutual TLS authenticates as a password does: a verified certificate
 	// is served, a client without one is denied.
 	p := newTestPKI(t)
-	r2, err := NewCertReloader(TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, CAFile: p.caFile, AuthClients: "optional"}, nil, nil, "protected")
+	r2, err := NewCertReloader(TLSFiles{Files: tlsfiles.Files{CertFile: p.certFile, KeyFile: p.keyFile, CACertFile: p.caFile}, AuthClients: "optional"}, nil, nil, "protected")
 	if err != nil {
 		t.Fatal(err)
 	}

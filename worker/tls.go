@@ -3,18 +3,16 @@ package worker
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // TLS on the ID port works as Redis's tls-port: a listener of its own
@@ -28,13 +26,14 @@ import (
 // PEM, or the certificate does not match the key.
 var ErrTLSFiles = errors.New("bad TLS files")
 
-// TLSFiles names the PEM files of a TLS listener, as Redis's tls-* options.
+// TLSFiles names the PEM files of a TLS listener and how it asks for
+// client certificates, as Redis's tls-* options.
 type TLSFiles struct {
-	// CertFile and KeyFile are the server's certificate (chain) and key.
-	CertFile, KeyFile string
-	// CAFile holds the CA certificates client certificates are checked
-	// against; required unless AuthClients is "no".
-	CAFile string
+	// Files are the server's certificate (chain) and key (CertFile,
+	// KeyFile: both required) and the CA certificates client certificates
+	// are checked against (CACertFile: required unless AuthClients is
+	// "no").
+	tlsfiles.Files
 	// AuthClients is Redis's tls-auth-clients: "no" (no client
 	// certificate asked), "optional" (one is checked if sent), "yes"
 	// (mutual TLS: one is required).
@@ -48,7 +47,7 @@ func (f TLSFiles) Validate() error {
 		return fmt.Errorf("%w: the certificate and key files are both required", ErrTLSFiles)
 	case f.AuthClients != "no" && f.AuthClients != "optional" && f.AuthClients != "yes":
 		return fmt.Errorf("%w: auth-clients %q: want no, optional or yes", ErrTLSFiles, f.AuthClients)
-	case f.AuthClients != "no" && f.CAFile == "":
+	case f.AuthClients != "no" && f.CACertFile == "":
 		return fmt.Errorf("%w: auth-clients %s needs a CA file to check client certificates against", ErrTLSFiles, f.AuthClients)
 	}
 	return nil
@@ -130,7 +129,7 @@ func (r *CertReloader) forClient(*tls.ClientHelloInfo) (*tls.Config, error) {
 	defer r.mu.Unlock()
 	if now := time.Now(); now.Sub(r.checked) >= tlsReloadEvery {
 		r.checked = now
-		if stamp := r.files.stamp(); stamp != r.stamp {
+		if stamp := r.files.Stamp(); stamp != r.stamp {
 			cfg, loaded, err := r.files.load()
 			if err != nil {
 				r.reloads.WithLabelValues("error").Inc()
@@ -146,29 +145,15 @@ func (r *CertReloader) forClient(*tls.ClientHelloInfo) (*tls.Config, error) {
 	return r.cfg, nil
 }
 
-// stamp is the files' mtimes and sizes: what a reload looks for.
-func (f TLSFiles) stamp() string { return zkconn.FilesStamp(f.CertFile, f.KeyFile, f.CAFile) }
-
 // load reads the files into a server config; stamp is taken before the
 // reads, so a change during them is seen at the next look.
 func (f TLSFiles) load() (*tls.Config, string, error) {
-	stamp := f.stamp()
-	cert, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+	stamp := f.Stamp()
+	cert, pool, err := f.Load()
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: certificate %s, key %s: %w", ErrTLSFiles, f.CertFile, f.KeyFile, err)
+		return nil, "", fmt.Errorf("%w: %w", ErrTLSFiles, err)
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: tls12Suites(), Certificates: []tls.Certificate{cert}}
-	if f.CAFile != "" {
-		pem, err := os.ReadFile(f.CAFile)
-		if err != nil {
-			return nil, "", fmt.Errorf("%w: CA file: %w", ErrTLSFiles, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, "", fmt.Errorf("%w: CA file %s holds no PEM certificate", ErrTLSFiles, f.CAFile)
-		}
-		cfg.ClientCAs = pool
-	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: tls12Suites(), Certificates: []tls.Certificate{*cert}, ClientCAs: pool}
 	switch f.AuthClients {
 	case "yes":
 		cfg.ClientAuth = tls.RequireAndVerifyClientCert

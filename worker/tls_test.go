@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/snowfleet/snowfleet/integration/testenv"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 	"github.com/snowfleet/snowfleet/worker/client"
 )
 
@@ -118,12 +119,12 @@ func TestTLSFiles(t *testing.T) {
 		f    TLSFiles
 		want string
 	}{
-		"no key":         {TLSFiles{CertFile: p.certFile, AuthClients: "no"}, "both required"},
-		"bad mode":       {TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, AuthClients: "maybe"}, `auth-clients "maybe"`},
-		"yes without CA": {TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, AuthClients: "yes"}, "needs a CA file"},
-		"mismatch":       {TLSFiles{CertFile: p.certFile, KeyFile: p.clientKey, AuthClients: "no"}, "private key does not match"},
-		"missing":        {TLSFiles{CertFile: p.dir + "/nope.pem", KeyFile: p.keyFile, AuthClients: "no"}, "no such file"},
-		"CA not PEM":     {TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, CAFile: p.keyFile, AuthClients: "yes"}, "holds no PEM certificate"},
+		"no key":         {TLSFiles{Files: tlsfiles.Files{CertFile: p.certFile}, AuthClients: "no"}, "both required"},
+		"bad mode":       {TLSFiles{Files: tlsfiles.Files{CertFile: p.certFile, KeyFile: p.keyFile}, AuthClients: "maybe"}, `auth-clients "maybe"`},
+		"yes without CA": {TLSFiles{Files: tlsfiles.Files{CertFile: p.certFile, KeyFile: p.keyFile}, AuthClients: "yes"}, "needs a CA file"},
+		"mismatch":       {TLSFiles{Files: tlsfiles.Files{CertFile: p.certFile, KeyFile: p.clientKey}, AuthClients: "no"}, "private key does not match"},
+		"missing":        {TLSFiles{Files: tlsfiles.Files{CertFile: p.dir + "/nope.pem", KeyFile: p.keyFile}, AuthClients: "no"}, "no such file"},
+		"CA not PEM":     {TLSFiles{Files: tlsfiles.Files{CertFile: p.certFile, KeyFile: p.keyFile, CACertFile: p.keyFile}, AuthClients: "yes"}, "holds no PEM certificate"},
 	} {
 		if _, err := NewCertReloader(c.f, nil, nil, "x"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v; want an error saying %q", name, err, c.want)
@@ -138,7 +139,7 @@ func TestTLSFiles(t *testing.T) {
 func TestTLS(t *testing.T) {
 	p := newTestPKI(t)
 	w := startFake(t, func(c *Config) { c.ReadTimeout = 500 * time.Millisecond })
-	addr := startTLS(t, w, TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, CAFile: p.caFile, AuthClients: "yes"})
+	addr := startTLS(t, w, TLSFiles{Files: tlsfiles.Files{CertFile: p.certFile, KeyFile: p.keyFile, CACertFile: p.caFile}, AuthClients: "yes"})
 	ctx := context.Background()
 
 	gr := w.client(func(o *redis.Options) { o.Addr, o.TLSConfig = addr, p.clientTLS(true) })
@@ -246,7 +247,7 @@ func TestTLS(t *testing.T) {
 func TestTLSRejectSilentClient(t *testing.T) {
 	p := newTestPKI(t)
 	w := startFake(t, func(c *Config) { c.MaxConns = 1 })
-	addr := startTLS(t, w, TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, AuthClients: "no"})
+	addr := startTLS(t, w, TLSFiles{Files: tlsfiles.Files{CertFile: p.certFile, KeyFile: p.keyFile}, AuthClients: "no"})
 	cfg := p.clientTLS(false)
 	first, err := tls.Dial("tcp", addr, cfg)
 	if err != nil {

@@ -5,6 +5,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // TestTLS12Suites: a TLS 1.2 client gets an AEAD suite with forward
@@ -13,7 +15,7 @@ import (
 // the two ECDHE-ECDSA AES-CBC-SHA suites were accepted as well.
 func TestTLS12Suites(t *testing.T) {
 	p := newTestPKI(t)
-	r, err := NewCertReloader(TLSFiles{CertFile: p.certFile, KeyFile: p.keyFile, AuthClients: "no"}, nil, nil, "suites")
+	r, err := NewCertReloader(TLSFiles{Files: tlsfiles.Files{CertFile: p.certFile, KeyFile: p.keyFile}, AuthClients: "no"}, nil, nil, "suites")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
 	"github.com/snowfleet/snowfleet/coordinator"
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // fleetRow is one fleet found, as printed and as JSON.
@@ -186,7 +186,7 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 }
 
 // scanEnsemble finds the fleets of one ensemble, bounded by timeout.
-func scanEnsemble(servers []string, auth string, files zkconn.TLS, limit int, skip []string, timeout time.Duration) (coordinator.Scan, error) {
+func scanEnsemble(servers []string, auth string, files tlsfiles.Files, limit int, skip []string, timeout time.Duration) (coordinator.Scan, error) {
 	conn, err := zklayout.ZKConfig{Servers: servers, Auth: auth, TLS: files, SessionTimeout: min(max(timeout, 2*time.Second), 10*time.Second)}.Dial(nil)
 	if err != nil {
 		return coordinator.Scan{}, err

@@ -17,6 +17,7 @@ import (
 	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // holder is an in-process Coordinator holding a slot: a real lease in a
@@ -38,7 +39,7 @@ func startHolder(t *testing.T, zkAddr, root, advertise string) *holder {
 	cfg.Horizon = time.Second
 	cfg.ReleaseTimeout = 2 * time.Second
 	cfg.Advertise, cfg.HTTPAdvertise, cfg.Version = advertise, "127.0.0.1:1", "test"
-	fleettest.InitFleet(t, cfg.Servers, cfg.Root, "", zkconn.TLS{})
+	fleettest.InitFleet(t, cfg.Servers, cfg.Root, "", tlsfiles.Files{})
 	c, err := coordinator.New(cfg, hclog.NewNullLogger(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -5,14 +5,15 @@ import (
 	"os"
 
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // zkTLSFlags are snowflaked's --zk-tls-* flags, for an ensemble that
 // serves its secureClientPort only; each defaults from the environment
 // variable snowflaked reads for it.
-type zkTLSFlags struct{ files zkconn.TLS }
+type zkTLSFlags struct{ files tlsfiles.Files }
 
-// zkTLSFlagName is the flag of a zkconn.TLS field.
+// zkTLSFlagName is the flag of a tlsfiles.Files field.
 func zkTLSFlagName(field string) string {
 	switch field {
 	case "CertFile":
@@ -37,5 +38,5 @@ func (z *zkTLSFlags) check() error {
 	if !z.files.Enabled() {
 		return nil
 	}
-	return flagError(z.files.Validate(""), zkTLSFlagName)
+	return flagError(zkconn.ValidateTLS(z.files, ""), zkTLSFlagName)
 }

@@ -117,7 +117,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.tls.listen, "tls-listen", "", "address of the ID service over TLS, beside --listen (Redis's tls-port; default none)")
 	fs.StringVar(&o.tls.files.CertFile, "tls-cert-file", "", "PEM certificate (chain) of the TLS listeners; reloaded when it changes")
 	fs.StringVar(&o.tls.files.KeyFile, "tls-key-file", "", "PEM key of --tls-cert-file; reloaded when it changes")
-	fs.StringVar(&o.tls.files.CAFile, "tls-ca-cert-file", "", "PEM CA certificates that client certificates are checked against; reloaded when it changes")
+	fs.StringVar(&o.tls.files.CACertFile, "tls-ca-cert-file", "", "PEM CA certificates that client certificates are checked against; reloaded when it changes")
 	fs.StringVar(&o.tls.files.AuthClients, "tls-auth-clients", "yes", "client certificates, as Redis: yes (required: mutual TLS), optional (checked if sent), no")
 	fs.BoolVar(&o.tls.httpTLS, "http-tls", false, "serve the admin HTTP port (--http) over TLS with the --tls-* files")
 	fs.StringVar(&o.httpIDs, "http-ids", "", "address of IDs over HTTP (GET /id, GET /ids?count=N), never the admin port; behind the lease's readiness, --requirepass-file (Authorization: Bearer), --max-conns and the timeouts (default none: off)")

@@ -27,6 +27,7 @@ import (
 	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 	"github.com/snowfleet/snowfleet/worker"
 )
 
@@ -199,7 +200,7 @@ func initDaemonRoot(t *testing.T, env, args []string) {
 	if servers == "" {
 		return
 	}
-	files := zkconn.TLS{CertFile: get("zk-tls-cert-file"), KeyFile: get("zk-tls-key-file"), CACertFile: get("zk-tls-ca-cert-file")}
+	files := tlsfiles.Files{CertFile: get("zk-tls-cert-file"), KeyFile: get("zk-tls-key-file"), CACertFile: get("zk-tls-ca-cert-file")}
 	fleettest.InitFleet(t, strings.Split(servers, ","), get("zk-root"), get("zk-auth"), files)
 }
 

@@ -34,19 +34,28 @@ func TestNewDaemonFailureClosesBoundPorts(t *testing.T) {
 		{"http-ids busy", "--http-ids", []string{"--listen", "--http"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			addrs := map[string]string{"--listen": free(), "--http": free(), "--http-ids": free()}
-			addrs[c.flag] = busy.Addr().String()
-			var args []string
-			for _, f := range []string{"--listen", "--http", "--http-ids"} {
-				args = append(args, f, addrs[f])
-			}
-			o, err := parseFlags(append(args, "--zk", "127.0.0.1:1", "--zk-insecure"), io.Discard)
-			if err != nil {
-				t.Fatal(err)
-			}
-			d, err := newDaemon(o, hclog.NewNullLogger())
-			if err == nil || !strings.Contains(err.Error(), "listen "+c.flag+" ") {
-				t.Fatalf("newDaemon = %v, %v; want the %s listen error", d, err, c.flag)
+			var addrs map[string]string
+			// A port found free can be taken by another process before
+			// newDaemon binds it: then it fails on that flag instead, and
+			// the case is tried again on other ports.
+			for try := 1; ; try++ {
+				addrs = map[string]string{"--listen": free(), "--http": free(), "--http-ids": free()}
+				addrs[c.flag] = busy.Addr().String()
+				var args []string
+				for _, f := range []string{"--listen", "--http", "--http-ids"} {
+					args = append(args, f, addrs[f])
+				}
+				o, err := parseFlags(append(args, "--zk", "127.0.0.1:1", "--zk-insecure"), io.Discard)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := newDaemon(o, hclog.NewNullLogger())
+				if err != nil && strings.Contains(err.Error(), "listen "+c.flag+" ") {
+					break
+				}
+				if try == 3 || err == nil || !strings.Contains(err.Error(), "address already in use") {
+					t.Fatalf("newDaemon = %v, %v; want the %s listen error", d, err, c.flag)
+				}
 			}
 			for _, f := range c.freed {
 				ln, err := net.Listen("tcp", addrs[f])

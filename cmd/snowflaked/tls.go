@@ -32,7 +32,7 @@ func (t *tlsOptions) enabled() bool { return t.listen != "" || t.httpTLS || t.id
 // so a missing, unreadable or mismatched file is a flag error).
 func (t *tlsOptions) check() error {
 	if !t.enabled() {
-		if t.files.CertFile != "" || t.files.KeyFile != "" || t.files.CAFile != "" {
+		if t.files.CertFile != "" || t.files.KeyFile != "" || t.files.CACertFile != "" {
 			return usagef("--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-listen or --http-tls (or --http-ids-tls)")
 		}
 		return nil
@@ -44,7 +44,7 @@ func (t *tlsOptions) check() error {
 	}
 	if _, err := worker.NewCertReloader(t.files, nil, nil, "check"); err != nil {
 		return usagef("--tls-cert-file %q, --tls-key-file %q, --tls-ca-cert-file %q, --tls-auth-clients %s: %v",
-			t.files.CertFile, t.files.KeyFile, t.files.CAFile, t.files.AuthClients, err)
+			t.files.CertFile, t.files.KeyFile, t.files.CACertFile, t.files.AuthClients, err)
 	}
 	return nil
 }

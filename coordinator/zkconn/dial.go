@@ -9,11 +9,13 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // Connect opens a session without credentials, over TLS when files name any;
 // go-zookeeper's event channel is not used (cb, when set, sees every event).
-func Connect(servers []string, files TLS, sessionTimeout time.Duration, log hclog.Logger, cb zk.EventCallback) (*zk.Conn, error) {
+func Connect(servers []string, files tlsfiles.Files, sessionTimeout time.Duration, log hclog.Logger, cb zk.EventCallback) (*zk.Conn, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -67,11 +69,11 @@ func AddAuth(ctx context.Context, conn *zk.Conn, auth string) error {
 // to read as the world. The session is established in the background; calls
 // wait for it.
 func Dial(servers []string, auth string, sessionTimeout time.Duration, log hclog.Logger) (*zk.Conn, error) {
-	return DialTLS(servers, auth, TLS{}, sessionTimeout, log)
+	return DialTLS(servers, auth, tlsfiles.Files{}, sessionTimeout, log)
 }
 
-// DialTLS is Dial over TLS when files name any (see TLS).
-func DialTLS(servers []string, auth string, files TLS, sessionTimeout time.Duration, log hclog.Logger) (*zk.Conn, error) {
+// DialTLS is Dial over TLS when files name any (see tlsfiles.Files).
+func DialTLS(servers []string, auth string, files tlsfiles.Files, sessionTimeout time.Duration, log hclog.Logger) (*zk.Conn, error) {
 	if _, _, err := ParseAuth(auth); err != nil {
 		return nil, err
 	}

@@ -3,12 +3,10 @@ package zkconn
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
 	"slices"
 	"sync"
 	"time"
@@ -16,101 +14,44 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // ErrTLSFiles: a ZooKeeper TLS certificate, key or CA file is missing,
 // unreadable, not PEM, or the certificate does not match the key.
 var ErrTLSFiles = errors.New("bad ZooKeeper TLS files")
 
-// TLS names the PEM files of a TLS connection to ZooKeeper's
-// secureClientPort. TLS is on when any is set.
-type TLS struct {
-	// CertFile and KeyFile are the client certificate and key presented to
-	// the server (ZooKeeper's default ssl.clientAuth=need asks for one);
-	// both or neither.
-	CertFile, KeyFile string
-	// CACertFile holds the CA certificates the servers' certificates are
-	// checked against; "" means the system's roots.
-	CACertFile string
-}
-
-// Enabled: TLS was asked for.
-func (z TLS) Enabled() bool { return z.CertFile != "" || z.KeyFile != "" || z.CACertFile != "" }
-
-// Validate loads the files, as a connection would. An error is a
+// ValidateTLS loads files as a connection would. An error is a
 // *configerr.Error naming the field as prefix+"CertFile" (KeyFile,
-// CACertFile) and wrapping ErrTLSFiles; coordinator.Config.Validate's
-// prefix is "TLS.".
-func (z TLS) Validate(prefix string) error {
-	_, err := z.load(prefix)
+// CACertFile) and wrapping ErrTLSFiles; zklayout.ZKConfig's prefix is
+// "TLS.".
+func ValidateTLS(files tlsfiles.Files, prefix string) error {
+	_, err := loadTLS(files, prefix)
 	return err
 }
 
-// load reads the files into a client config (the server name is set per
-// dial, from the address dialed); errors as Validate's.
-func (z TLS) load(prefix string) (*tls.Config, error) {
-	bad := func(field, value, reason string, err error) error {
-		ce := &configerr.Error{Field: prefix + field, Reason: reason, Err: ErrTLSFiles}
-		if value != "" {
-			ce.Value = value
+// loadTLS reads files into a client config (the server name is set per
+// dial, from the address dialed); errors as ValidateTLS's.
+func loadTLS(files tlsfiles.Files, prefix string) (*tls.Config, error) {
+	cert, pool, err := files.Load()
+	var ce *configerr.Error
+	if errors.As(err, &ce) {
+		named := *ce
+		named.Field = prefix + ce.Field
+		named.Err = ErrTLSFiles
+		if ce.Err != nil {
+			named.Err = fmt.Errorf("%w: %w", ErrTLSFiles, ce.Err)
 		}
-		if err != nil {
-			ce.Err = fmt.Errorf("%w: %w", ErrTLSFiles, err)
-		}
-		return ce
+		return nil, &named
 	}
-	switch {
-	case z.CertFile == "" && z.KeyFile != "":
-		return nil, bad("CertFile", "", "is empty but the key file is set: the certificate and key go together", nil)
-	case z.CertFile != "" && z.KeyFile == "":
-		return nil, bad("KeyFile", "", "is empty but the certificate file is set: the certificate and key go together", nil)
+	if err != nil {
+		return nil, err
 	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if z.CertFile != "" {
-		for _, f := range []struct{ field, path string }{{"CertFile", z.CertFile}, {"KeyFile", z.KeyFile}} {
-			if _, err := os.ReadFile(f.path); err != nil {
-				return nil, bad(f.field, f.path, "cannot be read", err)
-			}
-		}
-		cert, err := tls.LoadX509KeyPair(z.CertFile, z.KeyFile)
-		if err != nil {
-			return nil, bad("CertFile", z.CertFile, "and key "+z.KeyFile+" are not a certificate and its key", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	if z.CACertFile != "" {
-		pem, err := os.ReadFile(z.CACertFile)
-		if err != nil {
-			return nil, bad("CACertFile", z.CACertFile, "cannot be read", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, bad("CACertFile", z.CACertFile, "holds no PEM certificate", nil)
-		}
-		cfg.RootCAs = pool
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	if cert != nil {
+		cfg.Certificates = []tls.Certificate{*cert}
 	}
 	return cfg, nil
-}
-
-// stamp is the files' mtimes and sizes: what a reload looks for.
-func (z TLS) stamp() string { return FilesStamp(z.CertFile, z.KeyFile, z.CACertFile) }
-
-// FilesStamp is the mtimes and sizes of the files at paths ("" skipped, a
-// missing one named as such): two stamps differ once any file changed, which
-// is how a TLS reload (here and on the ID port) notices rotated files.
-func FilesStamp(paths ...string) string {
-	s := ""
-	for _, p := range paths {
-		if p == "" {
-			continue
-		}
-		if st, err := os.Stat(p); err == nil {
-			s += fmt.Sprintf("%s:%d:%d;", p, st.ModTime().UnixNano(), st.Size())
-		} else {
-			s += p + ":missing;"
-		}
-	}
-	return s
 }
 
 // zkDialer dials ZooKeeper over TLS. The files are looked at on every dial
@@ -121,7 +62,7 @@ func FilesStamp(paths ...string) string {
 // do not load (half-written, mismatched) are logged, and the ones in force
 // stay.
 type zkDialer struct {
-	files TLS
+	files tlsfiles.Files
 	log   hclog.Logger
 	// handshakeTimeout is the session timeout: see dial.
 	handshakeTimeout time.Duration
@@ -148,9 +89,9 @@ func (d *zkDialer) failed(address string, err error) {
 	d.log.Warn("zookeeper tls handshake failed", "server", address, "error", err)
 }
 
-func newZKDialer(files TLS, sessionTimeout time.Duration, log hclog.Logger) (*zkDialer, error) {
-	stamp := files.stamp()
-	cfg, err := files.load("TLS.")
+func newZKDialer(files tlsfiles.Files, sessionTimeout time.Duration, log hclog.Logger) (*zkDialer, error) {
+	stamp := files.Stamp()
+	cfg, err := loadTLS(files, "TLS.")
 	if err != nil {
 		return nil, err
 	}
@@ -164,9 +105,9 @@ func newZKDialer(files TLS, sessionTimeout time.Duration, log hclog.Logger) (*zk
 func (d *zkDialer) config() *tls.Config {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if stamp := d.files.stamp(); stamp != d.stamp {
+	if stamp := d.files.Stamp(); stamp != d.stamp {
 		d.stamp = stamp // not again until they change again
-		if cfg, err := d.files.load("TLS."); err != nil {
+		if cfg, err := loadTLS(d.files, "TLS."); err != nil {
 			d.log.Error("ZooKeeper TLS files changed but do not load; the ones in force stay", "error", err)
 		} else {
 			d.cfg = cfg
@@ -206,7 +147,7 @@ func (d *zkDialer) dial(network, address string, timeout time.Duration) (net.Con
 }
 
 // dialOption is go-zookeeper's dialer option for files; nil without TLS.
-func dialOption(files TLS, sessionTimeout time.Duration, log hclog.Logger) (func(*zk.Conn), error) {
+func dialOption(files tlsfiles.Files, sessionTimeout time.Duration, log hclog.Logger) (func(*zk.Conn), error) {
 	if !files.Enabled() {
 		return nil, nil
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // ZKConfig is how a program reaches a fleet's tree: the ensemble, the root,
@@ -32,7 +33,7 @@ type ZKConfig struct {
 	// set, every connection to Servers is TLS (the servers' certificates
 	// must name the host dialed), and the files are re-read on each new
 	// connection when they changed. Servers must then list the secure ports.
-	TLS zkconn.TLS
+	TLS tlsfiles.Files
 	// SessionTimeout is the ZooKeeper session timeout asked for. Pin the
 	// server's min/maxSessionTimeout so it is granted as asked.
 	SessionTimeout time.Duration
@@ -75,7 +76,7 @@ func (c ZKConfig) Validate() error {
 		return &configerr.Error{Field: "Auth", Err: err}
 	}
 	if c.TLS.Enabled() {
-		if err := c.TLS.Validate("TLS."); err != nil {
+		if err := zkconn.ValidateTLS(c.TLS, "TLS."); err != nil {
 			return err
 		}
 	}

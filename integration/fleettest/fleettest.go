@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/integration/zktest"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // Package is the import path of the daemon that Binary builds.
@@ -174,7 +174,7 @@ func startOnce(t testing.TB, bin string, opts Options) *Worker {
 		args = append(args, "--horizon", opts.Horizon.String())
 	}
 	args = InsecureUnlessAuth(append(args, opts.Args...), opts.Env)
-	InitFleet(t, strings.Split(opts.ZK, ","), opts.Root, FlagValue(opts.Args, "--zk-auth"), zkconn.TLS{})
+	InitFleet(t, strings.Split(opts.ZK, ","), opts.Root, FlagValue(opts.Args, "--zk-auth"), tlsfiles.Files{})
 	logf, err := os.CreateTemp(t.TempDir(), "snowflaked-*.log")
 	if err != nil {
 		t.Fatalf("fleettest: %v", err)

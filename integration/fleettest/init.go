@@ -9,13 +9,14 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/testenv"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // InitFleet makes root on servers as `snowflakectl init --new-fleet` does
 // (every datacenter, the default horizon bound, a 10 s skew bound), unless a root is there already
 // (whatever it holds: the test may be about it). Workers never make their
 // root, so a test starts its fleet with this.
-func InitFleet(t testing.TB, servers []string, root, auth string, tls zkconn.TLS) {
+func InitFleet(t testing.TB, servers []string, root, auth string, tls tlsfiles.Files) {
 	testenv.TestOnly("fleettest")
 	t.Helper()
 	if root == "" {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // Config configures a Client. Set either Servers (discovery through
@@ -28,7 +28,7 @@ type Config struct {
 	// ZKTLS names the PEM files for ZooKeeper's secureClientPort, as the
 	// workers' --zk-tls-* flags (coordinator.Config.TLS); Servers must then
 	// list the secure ports.
-	ZKTLS zkconn.TLS
+	ZKTLS tlsfiles.Files
 	// SessionTimeout is the ZooKeeper session timeout of the discovery
 	// session.
 	SessionTimeout time.Duration

@@ -18,6 +18,7 @@ func TestClientDepsLeaveOutLeaseProtocol(t *testing.T) {
 		mod + "coordinator/zklayout",
 		mod + "snowflake",
 		mod + "snowflake/configerr",
+		mod + "snowflake/tlsfiles",
 		mod + "worker/client",
 		mod + "worker/resp",
 	}

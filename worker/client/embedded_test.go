@@ -16,6 +16,7 @@ import (
 	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // Discovery never routes ID requests to an embedded lease: neither to a
@@ -25,7 +26,7 @@ import (
 func TestEmbeddedLeaseNotDiscovered(t *testing.T) {
 	zks := zktest.Start(t)
 	root := "/embedded-discovery"
-	fleettest.InitFleet(t, []string{zks.Addr()}, root, "", zkconn.TLS{})
+	fleettest.InitFleet(t, []string{zks.Addr()}, root, "", tlsfiles.Files{})
 	ecfg := idlease.DefaultConfig()
 	ecfg.Servers, ecfg.Root, ecfg.SessionTimeout = []string{zks.Addr()}, root, 2*time.Second
 	ecfg.Insecure = true

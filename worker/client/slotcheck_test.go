@@ -19,6 +19,7 @@ import (
 	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // rogue is a RESP server that answers every NEXTID with an ID of slot s:
@@ -66,7 +67,7 @@ func rogue(t *testing.T, s snowflake.Slot) string {
 func TestForgedLeaseNodeDropped(t *testing.T) {
 	zks := zktest.Start(t)
 	root := "/forged"
-	fleettest.InitFleet(t, []string{zks.Addr()}, root, "", zkconn.TLS{})
+	fleettest.InitFleet(t, []string{zks.Addr()}, root, "", tlsfiles.Files{})
 	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
