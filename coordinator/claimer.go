@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -57,4 +58,17 @@ type claimer struct {
 // deleteLease deletes a lease node of ours (lost race, given up slot).
 func (s *claimer) deleteLease(ctx context.Context, l *wonLease) {
 	s.deleteProtected(ctx, l.path, l.guid)
+}
+
+// sleep is the claim and hold loops' pause: it waits d of real time or
+// until ctx ends; false means ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

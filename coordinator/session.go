@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
@@ -114,18 +115,6 @@ func unknownOutcome(err error) bool {
 	return errors.Is(err, ErrCallTimeout) || errors.Is(err, zk.ErrConnectionClosed) ||
 		errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionExpired) ||
 		errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrSessionMoved)
-}
-
-// sleep waits d of real time or until ctx ends; false means ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // createProtected sends the create of a protected ephemeral sequential
