@@ -116,59 +116,28 @@ func newDaemon(o *options, log hclog.Logger) (_ *daemon, err error) {
 	}
 	cc.Clock = clock
 
-	// Every port bound is closed again when a later step fails, so that a
-	// restart can bind it.
-	var bound []io.Closer
-	defer func() {
-		if err != nil {
-			for _, c := range bound {
-				c.Close()
-			}
-		}
-	}()
-	// --listen "" turns the plaintext ID port off (validate: only with
-	// --tls-listen), so mutual TLS cannot be bypassed on it.
-	var ln net.Listener
-	if wc.Listen != "" {
-		if ln, err = net.Listen("tcp", wc.Listen); err != nil {
-			return nil, fmt.Errorf("listen --listen %s: %w", wc.Listen, err)
-		}
-		bound = append(bound, ln)
-	}
-	httpLn, err := net.Listen("tcp", o.http)
-	if err != nil {
-		return nil, fmt.Errorf("listen --http %s: %w", o.http, err)
-	}
-	bound = append(bound, httpLn)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), newBuildInfo())
-	side, err := newTLSSide(&o.tls, log, reg)
+	p, err := bindPorts(o, log, reg)
 	if err != nil {
 		return nil, err
 	}
-	if side.ln != nil {
-		bound = append(bound, side.ln)
-	}
-	ids, err := listenHTTPIDs(o, side)
-	if err != nil {
-		return nil, err
-	}
-	if ids != nil {
-		bound = append(bound, ids.ln)
-	}
+	// A later step that fails closes them too, so that a restart can bind
+	// them.
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
 	// Published only once the ports are bound, so :0 advertises the real
-	// port: the plaintext one, or the TLS one when it is the only one.
-	idLn := ln
-	if idLn == nil {
-		idLn = side.ln
-	}
+	// port.
 	if cc.Advertise == "" {
-		cc.Advertise = advertised(idLn.Addr())
+		cc.Advertise = advertised(p.idAddr())
 	}
-	cc.HTTPAdvertise = advertised(httpLn.Addr())
+	cc.HTTPAdvertise = advertised(p.http.Addr())
 	wc.Advertise = cc.Advertise
-	if ln != nil {
-		wc.Listen = ln.Addr().String()
+	if p.id != nil {
+		wc.Listen = p.id.Addr().String()
 	}
 	coord, err := coordinator.New(cc, log.Named("coordinator"), reg)
 	if err != nil {
@@ -185,11 +154,11 @@ func newDaemon(o *options, log hclog.Logger) (_ *daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	log.Info("starting", "version", cc.Version, "listen", wc.Listen, "http", httpLn.Addr().String(),
+	log.Info("starting", "version", cc.Version, "listen", wc.Listen, "http", p.http.Addr().String(),
 		"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
 	d := &daemon{
-		log: log, ln: ln, httpLn: srv.AdminListener(httpLn), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout,
-		shutdownDelay: o.shutdownDelay, tls: side, ids: ids, reg: reg,
+		log: log, ln: p.id, httpLn: srv.AdminListener(p.http), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout,
+		shutdownDelay: o.shutdownDelay, tls: p.tls, ids: p.ids, reg: reg,
 		httpSrv: srv.AdminServer(srv.Handler(reg)),
 	}
 	// Always there: SIGHUP's default action would kill the worker with no
