@@ -2,9 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +13,7 @@ import (
 	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
+	"github.com/snowfleet/snowfleet/snowflake/configerr"
 	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
@@ -79,7 +80,6 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	if err := za.readAuth(); err != nil {
 		return usageError(stderr, "fleets", "%v", err)
 	}
-	auth := &za.auth
 	if err := zt.check(); err != nil {
 		return usageError(stderr, "fleets", "%v", err)
 	}
@@ -89,92 +89,17 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	if err := skip.check(); err != nil {
 		return usageError(stderr, "fleets", "%v", err)
 	}
-	var ensembles [][]string
-	seen := map[string]bool{}
-	for _, a := range fs.Args() {
-		servers := cliflag.SplitAddrs(a)
-		if len(servers) == 0 {
-			return usageError(stderr, "fleets", "ensemble %q lists no host:port", a)
-		}
-		for _, s := range servers {
-			if _, _, err := net.SplitHostPort(s); err != nil {
-				return usageError(stderr, "fleets", "ensemble %q: %q is not host:port", a, s)
-			}
-		}
-		key := append([]string(nil), servers...)
-		sort.Strings(key)
-		if k := strings.Join(key, ","); !seen[k] {
-			seen[k] = true
-			ensembles = append(ensembles, servers)
-		}
+	ensembles, err := parseEnsembles(fs.Args())
+	if err != nil {
+		return usageError(stderr, "fleets", "%v", err)
 	}
-	rep := fleetsReport{Fleets: []fleetRow{}, Overlaps: []string{}, Failed: []string{}, Unreadable: []string{}, Skipped: []string{}}
-	var all []coordinator.FleetRoot
-	for _, servers := range ensembles {
-		name := strings.Join(servers, ",")
-		scan, err := scanEnsemble(servers, *auth, zt.files, *scanLimit, skip, *timeout)
-		if err != nil {
-			rep.Failed = append(rep.Failed, name)
-			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %v\n", name, err)
-			continue
-		}
-		for _, f := range scan.Fleets {
-			row := fleetRow{Ensemble: name, Root: f.Root, Layout: f.Layout, Datacenters: f.Owned.String(), Slots: f.Owned.Slots()}
-			if f.Err != nil {
-				row.Error = f.Err.Error()
-				f.Owned = coordinator.AllDatacenters // unverifiable: counts as owning all
-			}
-			if f.Untrusted != "" && !ids.insecure {
-				row.Untrusted = f.Untrusted
-				rep.Fleets = append(rep.Fleets, row)
-				fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s has a fleet layout marker but %s: not counted (--zk-insecure counts it)\n", name, f.Root, f.Untrusted)
-				continue
-			}
-			rep.Fleets = append(rep.Fleets, row)
-			f.Root = name + f.Root
-			all = append(all, f)
-		}
-		for _, p := range scan.Unreadable {
-			rep.Unreadable = append(rep.Unreadable, name+p)
-			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s is not readable to us (its ACL): a fleet in it went unseen; grant read access (--zk-auth), or name it with --zk-scan-skip if no fleet can be in it\n", name, p)
-		}
-		for _, p := range scan.Skipped {
-			rep.Skipped = append(rep.Skipped, name+p)
-			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s skipped by operator (--zk-scan-skip): a fleet in it is not checked\n", name, p)
-		}
-	}
-	for _, o := range coordinator.Overlaps(all) {
-		rep.Overlaps = append(rep.Overlaps, o.String())
-	}
+	rep := scanEnsembles(ensembles, za.auth, zt.files, *scanLimit, skip, *timeout, ids.insecure, stderr)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep)
 	} else {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "ENSEMBLE\tROOT\tLAYOUT\tDATACENTERS\tSLOTS")
-		for _, r := range rep.Fleets {
-			dcs := r.Datacenters
-			if r.Error != "" {
-				dcs = "(unreadable: " + r.Error + ")"
-			}
-			if r.Untrusted != "" {
-				dcs += " (untrusted, not counted)"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Ensemble, r.Root, r.Layout, dcs, r.Slots)
-		}
-		tw.Flush()
-		for _, o := range rep.Overlaps {
-			fmt.Fprintf(stdout, "OVERLAP: %s\n", o)
-		}
-		fmt.Fprintf(stdout, "%d fleet(s) in %d ensemble(s); %d overlap(s)", len(rep.Fleets), len(ensembles)-len(rep.Failed), len(rep.Overlaps))
-		if len(rep.Unreadable) > 0 {
-			fmt.Fprintf(stdout, "; %d unreadable subtree(s): scope not verified", len(rep.Unreadable))
-		}
-		if len(rep.Skipped) > 0 {
-			fmt.Fprintf(stdout, "; %d skipped by operator", len(rep.Skipped))
-		}
-		fmt.Fprintln(stdout)
+		rep.print(stdout, len(ensembles))
 	}
 	switch {
 	case len(rep.Overlaps) > 0 || len(rep.Failed) > 0:
@@ -207,4 +132,105 @@ func scanEnsemble(servers []string, auth string, files tlsfiles.Files, limit int
 	case <-time.After(timeout):
 		return coordinator.Scan{}, fmt.Errorf("did not answer within %v (--timeout)", timeout)
 	}
+}
+
+// parseEnsembles reads the arguments of fleets, one ensemble's
+// comma-separated host:port list each, held to the rule every ZooKeeper
+// server list is (zklayout.ValidateServers); an ensemble given twice, in
+// any order, is scanned once.
+func parseEnsembles(args []string) ([][]string, error) {
+	var ensembles [][]string
+	seen := map[string]bool{}
+	for _, a := range args {
+		servers := cliflag.SplitAddrs(a)
+		if err := zklayout.ValidateServers(servers); err != nil {
+			var ce *configerr.Error
+			if errors.As(err, &ce) && ce.Value != nil {
+				return nil, fmt.Errorf("ensemble %q: %q %s", a, ce.Value, ce.Reason)
+			}
+			return nil, fmt.Errorf("ensemble %q lists no host:port", a)
+		}
+		key := append([]string(nil), servers...)
+		sort.Strings(key)
+		if k := strings.Join(key, ","); !seen[k] {
+			seen[k] = true
+			ensembles = append(ensembles, servers)
+		}
+	}
+	return ensembles, nil
+}
+
+// scanEnsembles scans each ensemble and reports the fleets found, the
+// overlaps between those counted, and what could not be scanned or read,
+// each also said on stderr as it is found. Untrusted roots are listed but
+// not counted unless insecure.
+func scanEnsembles(ensembles [][]string, auth string, files tlsfiles.Files, limit int, skip []string, timeout time.Duration, insecure bool, stderr io.Writer) fleetsReport {
+	rep := fleetsReport{Fleets: []fleetRow{}, Overlaps: []string{}, Failed: []string{}, Unreadable: []string{}, Skipped: []string{}}
+	var all []coordinator.FleetRoot
+	for _, servers := range ensembles {
+		name := strings.Join(servers, ",")
+		scan, err := scanEnsemble(servers, auth, files, limit, skip, timeout)
+		if err != nil {
+			rep.Failed = append(rep.Failed, name)
+			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %v\n", name, err)
+			continue
+		}
+		for _, f := range scan.Fleets {
+			row := fleetRow{Ensemble: name, Root: f.Root, Layout: f.Layout, Datacenters: f.Owned.String(), Slots: f.Owned.Slots()}
+			if f.Err != nil {
+				row.Error = f.Err.Error()
+				f.Owned = coordinator.AllDatacenters // unverifiable: counts as owning all
+			}
+			if f.Untrusted != "" && !insecure {
+				row.Untrusted = f.Untrusted
+				rep.Fleets = append(rep.Fleets, row)
+				fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s has a fleet layout marker but %s: not counted (--zk-insecure counts it)\n", name, f.Root, f.Untrusted)
+				continue
+			}
+			rep.Fleets = append(rep.Fleets, row)
+			f.Root = name + f.Root
+			all = append(all, f)
+		}
+		for _, p := range scan.Unreadable {
+			rep.Unreadable = append(rep.Unreadable, name+p)
+			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s is not readable to us (its ACL): a fleet in it went unseen; grant read access (--zk-auth), or name it with --zk-scan-skip if no fleet can be in it\n", name, p)
+		}
+		for _, p := range scan.Skipped {
+			rep.Skipped = append(rep.Skipped, name+p)
+			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s skipped by operator (--zk-scan-skip): a fleet in it is not checked\n", name, p)
+		}
+	}
+	for _, o := range coordinator.Overlaps(all) {
+		rep.Overlaps = append(rep.Overlaps, o.String())
+	}
+	return rep
+}
+
+// print writes the report as a table, its overlaps and a summary line of
+// the n ensembles asked for.
+func (rep fleetsReport) print(stdout io.Writer, n int) {
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ENSEMBLE\tROOT\tLAYOUT\tDATACENTERS\tSLOTS")
+	for _, r := range rep.Fleets {
+		dcs := r.Datacenters
+		if r.Error != "" {
+			dcs = "(unreadable: " + r.Error + ")"
+		}
+		if r.Untrusted != "" {
+			dcs += " (untrusted, not counted)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Ensemble, r.Root, r.Layout, dcs, r.Slots)
+	}
+	tw.Flush()
+	for _, o := range rep.Overlaps {
+		fmt.Fprintf(stdout, "OVERLAP: %s\n", o)
+	}
+	fmt.Fprintf(stdout, "%d fleet(s) in %d ensemble(s); %d overlap(s)", len(rep.Fleets), n-len(rep.Failed), len(rep.Overlaps))
+	if len(rep.Unreadable) > 0 {
+		fmt.Fprintf(stdout, "; %d unreadable subtree(s): scope not verified", len(rep.Unreadable))
+	}
+	if len(rep.Skipped) > 0 {
+		fmt.Fprintf(stdout, "; %d skipped by operator", len(rep.Skipped))
+	}
+	fmt.Fprintln(stdout)
 }

@@ -57,16 +57,8 @@ func DefaultZKConfig() ZKConfig {
 // whose Field is the ZKConfig field's name (TLS files as "TLS.CertFile",
 // ...). It loads the TLS files, as a connection would.
 func (c ZKConfig) Validate() error {
-	if len(c.Servers) == 0 {
-		return &configerr.Error{Field: "Servers", Reason: "empty; give at least one host:port"}
-	}
-	for _, s := range c.Servers {
-		if strings.TrimSpace(s) == "" {
-			return &configerr.Error{Field: "Servers", Value: c.Servers, Reason: "contains an empty address"}
-		}
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			return &configerr.Error{Field: "Servers", Value: s, Reason: "is not host:port", Err: err}
-		}
+	if err := ValidateServers(c.Servers); err != nil {
+		return err
 	}
 	if !ValidRoot(c.Root) {
 		return &configerr.Error{Field: "Root", Value: c.Root, Reason: "must be an absolute znode path such as /snowflake (not /, no trailing /)"}
@@ -83,6 +75,25 @@ func (c ZKConfig) Validate() error {
 	if c.SessionTimeout < MinSessionTimeout || c.SessionTimeout > MaxSessionTimeout {
 		return &configerr.Error{Field: "SessionTimeout", Value: c.SessionTimeout,
 			Reason: fmt.Sprintf("is out of range %v..%v", MinSessionTimeout, MaxSessionTimeout)}
+	}
+	return nil
+}
+
+// ValidateServers holds one ensemble's server list to ZKConfig's rule for
+// Servers (what snowflakectl fleets checks each ensemble it is given with):
+// at least one, each host:port. An error is a *configerr.Error naming
+// Servers, its Value the entry at fault.
+func ValidateServers(servers []string) error {
+	if len(servers) == 0 {
+		return &configerr.Error{Field: "Servers", Reason: "empty; give at least one host:port"}
+	}
+	for _, s := range servers {
+		if strings.TrimSpace(s) == "" {
+			return &configerr.Error{Field: "Servers", Value: servers, Reason: "contains an empty address"}
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return &configerr.Error{Field: "Servers", Value: s, Reason: "is not host:port", Err: err}
+		}
 	}
 	return nil
 }
