@@ -222,13 +222,28 @@ func TestGoClientPathCatchesBadBatch(t *testing.T) {
 	if len(causes) == 0 || !strings.Contains(causes[0], badAddr) {
 		t.Errorf("the retries' causes do not name the bad worker %s first: %q", badAddr, causes)
 	}
-	if p := clientProblems(d, proto, "a worker stops"); len(p) == 0 {
+	if p := clientProblems(d, proto, "a worker stops", causes); len(p) == 0 {
 		t.Errorf("clientProblems let %d protocol errors pass", proto)
 	}
-	if p := clientProblems(clientMetrics{retries: 3}, 0, ""); len(p) == 0 {
-		t.Error("clientProblems let unexplained retries pass")
+	timeout := "03:32:56.902 127.0.0.1:32888: read from worker 127.0.0.1:32888: read tcp 127.0.0.1:35446->127.0.0.1:32888: i/o timeout"
+	for _, c := range []struct {
+		what   string
+		d      clientMetrics
+		causes []string
+		want   bool // a problem
+	}{
+		{"unexplained retries", clientMetrics{retries: 3, broken: 3}, []string{"a: EOF"}, true},
+		{"one timeout (a stall)", clientMetrics{retries: 1, broken: 1}, []string{timeout}, false},
+		{"timeouts past the stall bound", clientMetrics{retries: maxStallRetries + 1, broken: maxStallRetries + 1}, []string{timeout, timeout, timeout}, true},
+		{"a refusal behind a timeout", clientMetrics{retries: 2, broken: 1, noLease: 1}, []string{timeout, "b: NOLEASE"}, true},
+		{"a dropped connection", clientMetrics{retries: 1, broken: 1}, []string{"a: read from worker a: EOF"}, true},
+		{"a retry with no cause logged", clientMetrics{retries: 1, broken: 1}, nil, true},
+	} {
+		if p := clientProblems(c.d, 0, "", c.causes); (len(p) > 0) != c.want {
+			t.Errorf("%s: clientProblems = %q, want a problem %v", c.what, p, c.want)
+		}
 	}
-	if p := clientProblems(clientMetrics{retries: 3}, 0, "explained"); len(p) != 0 {
+	if p := clientProblems(clientMetrics{retries: 3}, 0, "explained", nil); len(p) != 0 {
 		t.Errorf("clientProblems flagged explained retries: %v", p)
 	}
 }

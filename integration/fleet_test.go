@@ -210,7 +210,10 @@ func (s *suite) run(t testing.TB, sc scenario) row {
 	if len(causes) > 0 {
 		t.Logf("the Go client's worker failures: %s", strings.Join(causes, "; "))
 	}
-	for _, p := range clientProblems(d, r.Protocol, sc.retries) {
+	if sc.retries == "" && d.retries > 0 && stalled(d, causes) {
+		r.Notes += fmt.Sprintf("; %.0f request(s) timed out in a stall and were retried (at most %d pass)", d.retries, maxStallRetries)
+	}
+	for _, p := range clientProblems(d, r.Protocol, sc.retries, causes) {
 		t.Errorf("go client: %s", p)
 	}
 	problems, rounds, zkRounds := mon.Since(mark)
