@@ -106,8 +106,8 @@ func initFleet(t testing.TB, cfg Config) {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var ok bool
-	if err := callCtx(ctx, func() (err error) { ok, _, err = conn.Exists(cfg.Root); return }); err != nil {
+	ok, err := callCtx(ctx, "init", func(ok *bool) (err error) { *ok, _, err = conn.Exists(cfg.Root); return })
+	if err != nil {
 		t.Fatalf("init %s: %v", cfg.Root, err)
 	}
 	if ok {

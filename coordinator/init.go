@@ -110,19 +110,21 @@ func InitRoot(ctx context.Context, conn *zk.Conn, cfg InitConfig) (InitResult, e
 	if err := cfg.Validate(); err != nil {
 		return InitResult{}, fmt.Errorf("init: %w", err)
 	}
-	var res InitResult
-	err := callCtx(ctx, func() (err error) { res, err = initRoot(conn, cfg); return })
-	return res, err
+	return callCtx(ctx, "init", func(res *InitResult) (err error) { *res, err = initRoot(conn, cfg); return })
 }
 
-// callCtx runs f, a go-zookeeper call (which has no timeout of its own),
-// returning early when ctx ends.
-func callCtx(ctx context.Context, f func() error) error {
-	answered, err := zkconn.Call(ctx, f)
+// callCtx runs f, a go-zookeeper call or a sequence of them (which have no
+// timeout of their own) writing its result to res, and returns that result,
+// or returns early when ctx ends: then with the zero R and an error naming
+// op, since f, abandoned, may still be writing to its res.
+func callCtx[R any](ctx context.Context, op string, f func(res *R) error) (R, error) {
+	var res R
+	answered, err := zkconn.Call(ctx, func() error { return f(&res) })
 	if !answered {
-		return fmt.Errorf("init: %w", err)
+		var zero R
+		return zero, fmt.Errorf("%s: %w", op, err)
 	}
-	return err
+	return res, err
 }
 
 // initRoot is tryInitRoot, run again when another init made the root or

@@ -46,9 +46,7 @@ func RecoverRoot(ctx context.Context, conn *zk.Conn, root string, acl FleetACL) 
 	if !zklayout.ValidRoot(root) {
 		return RecoverResult{}, fmt.Errorf("recover: root %q is not an absolute znode path", root)
 	}
-	var res RecoverResult
-	err := callCtx(ctx, func() error { return recoverRoot(conn, root, acl, &res) })
-	return res, err
+	return callCtx(ctx, "recover", func(res *RecoverResult) error { return recoverRoot(conn, root, acl, res) })
 }
 
 func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) error {

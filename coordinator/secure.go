@@ -40,15 +40,13 @@ type ACLChange struct {
 // without credentials; the operator's after). It does not read or write
 // any node's data.
 func SecureTree(ctx context.Context, conn *zk.Conn, root string, scheme FleetACL) (SecureResult, error) {
-	var res SecureResult
 	if !zklayout.ValidRoot(root) {
-		return res, fmt.Errorf("secure: root %q is not an absolute znode path", root)
+		return SecureResult{}, fmt.Errorf("secure: root %q is not an absolute znode path", root)
 	}
 	if scheme.Insecure() {
-		return res, errors.New("secure: no credentials: give the operator's and the workers' identities")
+		return SecureResult{}, errors.New("secure: no credentials: give the operator's and the workers' identities")
 	}
-	err := callCtx(ctx, func() error { return secureTree(conn, root, scheme, &res) })
-	return res, err
+	return callCtx(ctx, "secure", func(res *SecureResult) error { return secureTree(conn, root, scheme, res) })
 }
 
 func secureTree(conn *zk.Conn, root string, scheme FleetACL, res *SecureResult) error {

@@ -126,10 +126,14 @@ func (z *zkSession) createProtected(ctx context.Context, prefix, guid string, da
 		created, err = z.conn.Create(prefix, data, zk.FlagEphemeral|zk.FlagSequence, acl)
 		return err
 	})
-	if err != nil && unknownOutcome(err) {
-		z.addOrphan(guid)
+	if err != nil {
+		// created is not read: an abandoned call may still write it.
+		if unknownOutcome(err) {
+			z.addOrphan(guid)
+		}
+		return "", err
 	}
-	return created, err
+	return created, nil
 }
 
 // confirmOwned confirms the protected create of lease node created: that

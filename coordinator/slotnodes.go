@@ -129,15 +129,13 @@ type RepairConfig struct {
 // only timestamps above it. A slot node that exists is never written. It is
 // snowflakectl repair; workers never call it.
 func RepairSlots(ctx context.Context, conn *zk.Conn, cfg RepairConfig) (RepairResult, error) {
-	var res RepairResult
 	if !zklayout.ValidRoot(cfg.Root) {
-		return res, fmt.Errorf("repair: root %q is not an absolute znode path", cfg.Root)
+		return RepairResult{}, fmt.Errorf("repair: root %q is not an absolute znode path", cfg.Root)
 	}
 	if cfg.ReservedUntilMs != 0 && (cfg.ReservedUntilMs < snowflake.MinUnixMs || cfg.ReservedUntilMs > snowflake.MaxUnixMs) {
-		return res, fmt.Errorf("repair: reservation %d ms is outside the ID's range %d..%d", cfg.ReservedUntilMs, snowflake.MinUnixMs, snowflake.MaxUnixMs)
+		return RepairResult{}, fmt.Errorf("repair: reservation %d ms is outside the ID's range %d..%d", cfg.ReservedUntilMs, snowflake.MinUnixMs, snowflake.MaxUnixMs)
 	}
-	err := callCtx(ctx, func() error { return repair(conn, cfg, &res) })
-	return res, err
+	return callCtx(ctx, "repair", func(res *RepairResult) error { return repair(conn, cfg, res) })
 }
 
 func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
