@@ -110,7 +110,7 @@ integration-mutants:
 
 ## check: what CI runs. Nothing skips unless asked (integration/testenv):
 ## SNOWFLEET_SKIP_ZK=1 skips the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the
-## Docker suite, SNOWFLEET_SKIP_CLIENTS=1 the tests of redis-cli, redis-py,
+## Docker suite, SNOWFLEET_SKIP_CLIENTS=1 the tests of redis-cli, curl, redis-py,
 ## node-redis and HAProxy (none with CI=true)
 check: deps lint model rules k8s docs-check test integration
 	@skipped=; \

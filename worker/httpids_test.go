@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/snowfleet/snowfleet/integration/testenv"
 )
 
 // serveIDs serves w's IDs over HTTP on a loopback port and returns its URL.
@@ -27,9 +29,10 @@ func serveIDs(t *testing.T, w *testWorker) string {
 // curl runs curl and returns the status line's code, the headers and body.
 func curl(t *testing.T, args ...string) (code int, headers, body string) {
 	t.Helper()
+	testenv.Require(t, "curl")
 	bin, err := exec.LookPath("curl")
 	if err != nil {
-		t.Fatalf("curl is needed: %v", err)
+		t.Fatal(err)
 	}
 	out, err := exec.Command(bin, append([]string{"-s", "-i", "--max-time", "10"}, args...)...).Output()
 	if err != nil {

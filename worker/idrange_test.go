@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -55,13 +56,16 @@ func TestIDRange(t *testing.T) {
 	r.expect("-ERR wrong number of arguments for 'idrange' command")
 	r.expect("+PONG")
 
-	cli, err := exec.LookPath("redis-cli")
-	if err != nil {
-		t.Fatalf("redis-cli is needed (apt-get install redis-tools): %v", err)
-	}
-	_, port, _ := strings.Cut(w.addr, ":")
-	out, err := exec.Command(cli, "-h", "127.0.0.1", "-p", port, "IDRANGE", "2023-11-14T22:13:20Z", "2023-11-14T22:13:20.999Z").CombinedOutput()
-	if err != nil || strings.Fields(string(out))[0] != "1724551110456246272" || strings.Fields(string(out))[1] != "1724551114650550271" {
-		t.Fatalf("redis-cli IDRANGE = %q, %v", out, err)
-	}
+	t.Run("redis-cli", func(t *testing.T) {
+		testenv.Require(t, "redis-cli")
+		cli, err := exec.LookPath("redis-cli")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, port, _ := strings.Cut(w.addr, ":")
+		out, err := exec.Command(cli, "-h", "127.0.0.1", "-p", port, "IDRANGE", "2023-11-14T22:13:20Z", "2023-11-14T22:13:20.999Z").CombinedOutput()
+		if f := strings.Fields(string(out)); err != nil || len(f) != 2 || f[0] != "1724551110456246272" || f[1] != "1724551114650550271" {
+			t.Fatalf("redis-cli IDRANGE = %q, %v", out, err)
+		}
+	})
 }

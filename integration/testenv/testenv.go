@@ -1,5 +1,5 @@
 // Package testenv is what a test needs from the machine beyond Go: a real
-// ZooKeeper, redis-cli, chromium, Docker. Require is the one place that
+// ZooKeeper, redis-cli, curl, chromium, Docker. Require is the one place that
 // decides whether a test that needs one runs, skips or fails:
 //
 //   - go test -short skips it, so that go test -short ./... passes on a
@@ -95,6 +95,8 @@ func lookup(name string) (r requirement, ok bool) {
 		}}, true
 	case "chromium":
 		return requirement{missing: lookPath("chromium", "chromium")}, true
+	case "curl":
+		return requirement{skipEnv: SkipClientsEnv, missing: lookPath("curl", "curl")}, true
 	}
 	return requirement{}, false
 }
