@@ -87,6 +87,13 @@ func TestRestoreFromBackup(t *testing.T) {
 		}
 	}
 	waitFor(t, 20*time.Second, "A serving Z after recover, without a restart", a.c.Ready)
+	// Ready and the first ID can be under a millisecond apart, and C's
+	// ceiling has often passed by then: crashing A at once could leave it
+	// nothing issued to check.
+	waitFor(t, 10*time.Second, "A issuing on Z", func() bool {
+		hs := rec.holdings(z)
+		return len(hs) > 0 && hs[len(hs)-1].worker == "A"
+	})
 	waitFor(t, 10*time.Second, "C's ceiling passed", func() bool { return !c.c.Ready() })
 	c.Crash()
 	a.Crash()
