@@ -15,6 +15,15 @@ import (
 // now + standby horizon, never below what was issued): Validate refuses the
 // pair, compared as the values in force, naming both fields and values.
 func TestValidateClockLeadAboveStandbyHorizon(t *testing.T) {
+	// The generator's own rule on its lead is reported under this
+	// Config's name for it.
+	neg := insecureDefault()
+	neg.OnClockBack, neg.MaxClockLead = snowflake.Logical, -time.Second
+	var nce *configerr.Error
+	if err := neg.Validate(); !errors.As(err, &nce) || nce.Field != "MaxClockLead" {
+		t.Fatalf("MaxClockLead -1s: Validate() = %v, want a ConfigError on MaxClockLead", err)
+	}
+
 	cfg := insecureDefault()
 	cfg.StandbyHorizon = 3 * time.Second // the default lead, 5s, is above it
 	err := cfg.Validate()

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -206,14 +205,12 @@ func (c Config) generatorConfig(slot snowflake.Slot, floor, ceiling int64) snowf
 func (c Config) validateGenerator() error {
 	g := c.generatorConfig(snowflake.Slot{}, 0, 0)
 	g.MaxLead = c.MaxClockLead // the value given, not the one in force
-	err := g.Validate()
-	var ce *configerr.Error
-	if errors.As(err, &ce) && ce.Field == "MaxLead" {
-		named := *ce
-		named.Field = "MaxClockLead"
-		return &named
-	}
-	return err
+	return configerr.Renamed(g.Validate(), func(field string) string {
+		if field == "MaxLead" {
+			return "MaxClockLead"
+		}
+		return field
+	})
 }
 
 // DefaultHorizon rides out a ZooKeeper outage of 30 s: the reservation a

@@ -4,6 +4,7 @@
 package configerr
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -54,3 +55,16 @@ func (e *Error) Error() string {
 
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// Renamed is err with its Field renamed by name, when err is an *Error: a
+// Config that holds another's fields under other names (an embedded or
+// delegated Config) reports them by its own. Other errors pass unchanged.
+func Renamed(err error, name func(field string) string) error {
+	var ce *Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	named := *ce
+	named.Field = name(ce.Field)
+	return &named
+}

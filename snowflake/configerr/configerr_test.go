@@ -2,6 +2,7 @@ package configerr
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -23,5 +24,27 @@ func TestErrorText(t *testing.T) {
 		if got := tc.err.Error(); got != tc.want {
 			t.Errorf("Error() = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// Renamed renames a config error's field, wrapped or not, leaves the
+// original as it was, keeps its cause, and passes other errors unchanged.
+func TestRenamed(t *testing.T) {
+	cause := errors.New("no such file")
+	orig := &Error{Field: "MaxLead", Value: time.Second, Reason: "must be positive", Err: cause}
+	err := Renamed(fmt.Errorf("wrapped: %w", orig), func(f string) string { return "MaxClock" + f[3:] })
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Field != "MaxClockLead" || !errors.Is(err, cause) {
+		t.Fatalf("Renamed = %v; want the field MaxClockLead and the cause kept", err)
+	}
+	if orig.Field != "MaxLead" {
+		t.Fatalf("Renamed changed the original: %q", orig.Field)
+	}
+	plain := errors.New("not a config error")
+	if got := Renamed(plain, func(string) string { return "x" }); got != plain {
+		t.Fatalf("Renamed(%v) = %v; want it unchanged", plain, got)
+	}
+	if Renamed(nil, func(string) string { return "x" }) != nil {
+		t.Fatal("Renamed(nil) is not nil")
 	}
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -127,13 +126,12 @@ func (c Config) Validate() error {
 	}
 	if len(c.Servers) > 0 {
 		if err := c.zk().Validate(); err != nil {
-			var ce *configerr.Error
-			if errors.As(err, &ce) && strings.HasPrefix(ce.Field, "TLS.") {
-				named := *ce
-				named.Field = "ZK" + ce.Field // ZKTLS.CertFile: this Config's field
-				return &named
-			}
-			return err
+			return configerr.Renamed(err, func(field string) string {
+				if strings.HasPrefix(field, "TLS.") {
+					return "ZK" + field // ZKTLS.CertFile: this Config's field
+				}
+				return field
+			})
 		}
 	}
 	switch {

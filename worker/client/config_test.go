@@ -56,6 +56,8 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *Config) { c.Root = "/snowflake/" }, `Root "/snowflake/"`},
 		{func(c *Config) { c.SessionTimeout = time.Millisecond }, "SessionTimeout 1ms"},
 		{func(c *Config) { c.Servers = []string{"zk"} }, `Servers "zk" is not host:port`},
+		// the ZooKeeper rules name this Config's field, not ZKConfig's TLS
+		{func(c *Config) { c.ZKTLS.CertFile = "/nonexistent/cert.pem" }, "config ZKTLS.KeyFile"},
 	} {
 		c := zkOK
 		tc.mutate(&c)
