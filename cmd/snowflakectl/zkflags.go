@@ -46,8 +46,7 @@ func (z *zkFlags) check() ([]string, error) {
 	if err := z.readAuth(); err != nil {
 		return nil, err
 	}
-	zc := zklayout.DefaultZKConfig()
-	zc.Servers, zc.Root, zc.Auth, zc.TLS = cliflag.SplitAddrs(z.servers), z.root, z.auth, z.tls.files
+	zc := z.config(cliflag.SplitAddrs(z.servers), zklayout.DefaultZKConfig().SessionTimeout)
 	if err := zc.Validate(); err != nil {
 		return nil, flagError(err, z.flagOf)
 	}
@@ -70,9 +69,14 @@ func (z *zkFlags) flagOf(field string) string {
 	return zkTLSFlagName(strings.TrimPrefix(field, "TLS."))
 }
 
+// config is the flags as a zklayout.ZKConfig, for servers.
+func (z *zkFlags) config(servers []string, sessionTimeout time.Duration) zklayout.ZKConfig {
+	return zklayout.ZKConfig{Servers: servers, Root: z.root, Auth: z.auth, TLS: z.tls.files, SessionTimeout: sessionTimeout}
+}
+
 // dial opens a session with the checked flags.
 func (z *zkFlags) dial(servers []string, sessionTimeout time.Duration) (*zk.Conn, error) {
-	return zklayout.ZKConfig{Servers: servers, Root: z.root, Auth: z.auth, TLS: z.tls.files, SessionTimeout: sessionTimeout}.Dial(nil)
+	return z.config(servers, sessionTimeout).Dial(nil)
 }
 
 // flagError says a Validate error with the flag in place of the field:
