@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -25,7 +26,7 @@ func TestDigestAuthAndACLs(t *testing.T) {
 	a.waitReady(10 * time.Second)
 	st := a.c.Status()
 	world := observer(t, zs.Addr())
-	m, err := ReadSlotMap(world, cfg.Root)
+	m, err := tree.ReadSlotMap(world, cfg.Root)
 	if err != nil {
 		t.Fatalf("the world cannot read the slot map: %v", err)
 	}
@@ -108,7 +109,7 @@ func TestWatchLeases(t *testing.T) {
 	if l[0].Addr != "w2:7609" {
 		t.Fatalf("after w1 left: %+v", l)
 	}
-	m, err := ReadSlotMap(obs, cfg.Root)
+	m, err := tree.ReadSlotMap(obs, cfg.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

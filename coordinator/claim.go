@@ -13,14 +13,10 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
-
-// protectedPrefix is go-zookeeper's (and Curator's) prefix of a protected
-// sequential node: _c_<32 hex guid>-. The guid finds a node whose create
-// answer was lost.
-const protectedPrefix = "_c_"
 
 // wonLease is one won lease node and the reservation confirmed for it.
 type wonLease struct {
@@ -70,7 +66,7 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 					return nil, err
 				}
 				if errors.Is(err, zk.ErrNoNode) {
-					if derr := s.checkTree(ctx); errors.Is(derr, ErrDamaged) {
+					if derr := s.checkTree(ctx); errors.Is(derr, tree.ErrDamaged) {
 						return nil, derr // Run reads the root again
 					}
 				}
@@ -197,10 +193,10 @@ func (s *claimer) cleanOrphans(ctx context.Context, names []string) {
 		return
 	}
 	for _, n := range names {
-		if !strings.HasPrefix(n, protectedPrefix) || len(n) < len(protectedPrefix)+32 {
+		if !strings.HasPrefix(n, tree.ProtectedPrefix) || len(n) < len(tree.ProtectedPrefix)+32 {
 			continue
 		}
-		g := n[len(protectedPrefix) : len(protectedPrefix)+32]
+		g := n[len(tree.ProtectedPrefix) : len(tree.ProtectedPrefix)+32]
 		if _, ok := s.orphans[g]; ok {
 			if s.deletePath(ctx, zklayout.LeasesPath(s.c.cfg.Root)+"/"+n) {
 				delete(s.orphans, g)
@@ -333,7 +329,7 @@ func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*wonLea
 	var g [16]byte
 	_, _ = rand.Read(g[:])
 	guid := hex.EncodeToString(g[:])
-	prefix := zklayout.LeasesPath(c.cfg.Root) + "/" + protectedPrefix + guid + "-" + slot.String() + "-"
+	prefix := zklayout.LeasesPath(c.cfg.Root) + "/" + tree.ProtectedPrefix + guid + "-" + slot.String() + "-"
 	now := time.Now()
 	data := zklayout.EncodeLease(c.leaseData(now))
 	c.creates.Add(1)
@@ -441,7 +437,7 @@ func (s *claimer) reserve(ctx context.Context, l *wonLease) (bool, error) {
 		attempted = true
 		sent := time.Now()
 		sendMs := c.nowMs()
-		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version)
+		st, res, err := s.writeSlot(ctx, l, tree.SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version)
 		switch res {
 		case writeOK:
 			c.observeWrite(st, sendMs, c.nowMs(), sent)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -27,7 +28,7 @@ type claimer struct {
 	relisted  bool // the standby listed again after a slow listing
 	// owned are the datacenters the root owns, read (and checked against
 	// the ensemble's other fleets) by ensureRoot; claims stay inside them.
-	owned DCSet
+	owned tree.DCSet
 	// rollback notices the tree rolled back under us (rollback.go).
 	rollback rollbackWatch
 	// standbyNode is our standby node while we stand by (standby.go),

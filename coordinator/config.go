@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
@@ -115,7 +116,7 @@ func DefaultConfig() Config {
 	return Config{
 		ZKConfig:           zklayout.DefaultZKConfig(),
 		Datacenter:         -1,
-		ScanLimit:          DefaultScanLimit,
+		ScanLimit:          tree.DefaultScanLimit,
 		Renew:              time.Second,
 		Horizon:            DefaultHorizon,
 		StandbyHorizon:     DefaultStandbyHorizon,
@@ -149,7 +150,7 @@ func (c Config) Validate() error {
 		return bad("ScanLimit", c.ScanLimit, "is out of range 0..10000000 (0: no count, bounded by time)")
 	}
 	for _, p := range c.ScanSkip {
-		if !ValidSkipPath(p) {
+		if !tree.ValidSkipPath(p) {
 			return bad("ScanSkip", p, "is not an absolute, clean znode path such as /apps/private (not /, no trailing / nor . or ..)")
 		}
 	}

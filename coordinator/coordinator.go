@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -109,7 +110,7 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Coordinator,
 		log = hclog.NewNullLogger()
 	}
 	c := &Coordinator{
-		cfg: cfg, log: log, acl: ACL(cfg.Auth), clock: cfg.Clock, space: allSlots(),
+		cfg: cfg, log: log, acl: tree.ACL(cfg.Auth), clock: cfg.Clock, space: allSlots(),
 		wake: make(chan struct{}, 1), state: StateStopped, since: time.Now(),
 	}
 	if cfg.Auth == "" {
@@ -254,7 +255,7 @@ func (c *Coordinator) runSession(ctx context.Context, prev *claimer) (*claimer, 
 		// same root needs recover first.
 		if s.rollback.czxid == prev.rollback.czxid && s.rollback.ctime == prev.rollback.ctime {
 			s.rollback = prev.rollback
-			if err := s.awaitRecover(ctx, -1); err != nil && ctx.Err() == nil && !errors.Is(err, ErrDamaged) {
+			if err := s.awaitRecover(ctx, -1); err != nil && ctx.Err() == nil && !errors.Is(err, tree.ErrDamaged) {
 				return s, fmt.Errorf("coordinator: %w", err)
 			}
 		}
@@ -264,7 +265,7 @@ func (c *Coordinator) runSession(ctx context.Context, prev *claimer) (*claimer, 
 			return s, errRefusedSession
 		}
 		l, err := s.claim(ctx)
-		if errors.Is(err, ErrDamaged) {
+		if errors.Is(err, tree.ErrDamaged) {
 			s.c.treeMissing(err)
 			if err = s.checkRoot(ctx); err == nil {
 				continue

@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
@@ -40,11 +41,11 @@ func TestClaimServeRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info RootInfo
+	var info tree.RootInfo
 	if err := json.Unmarshal(data, &info); err != nil || info.Compatible() != nil {
 		t.Fatalf("root JSON %s: %v %v", data, err, info.Compatible())
 	}
-	m, err := ReadSlotMap(obs, cfg.Root)
+	m, err := tree.ReadSlotMap(obs, cfg.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestRootOfAnotherLayout(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := c.Run(ctx); !errors.Is(err, ErrLayoutMismatch) {
+	if err := c.Run(ctx); !errors.Is(err, tree.ErrLayoutMismatch) {
 		t.Fatalf("Run on a foreign root: %v, want ErrLayoutMismatch", err)
 	}
 	if ok, _, _ := obs.Exists("/other/leases"); ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -69,7 +70,7 @@ func rootLayout(t testing.TB, conn *zk.Conn, root string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var info RootInfo
+	var info tree.RootInfo
 	if err := json.Unmarshal(data, &info); err != nil {
 		t.Fatalf("root JSON %s: %v", data, err)
 	}
@@ -131,7 +132,7 @@ func TestSlotNodeDeletedWhileHeld(t *testing.T) {
 	// The operator repairs it a horizon past now (cmd/snowflakectl/README.md).
 	// The test's holders reserve only cfgA.Horizon ahead: a short
 	// reservation, stated as such.
-	res, err := RepairSlots(context.Background(), obs, RepairConfig{Root: "/snowflake",
+	res, err := tree.RepairSlots(context.Background(), obs, tree.RepairConfig{Root: "/snowflake",
 		Slots: []snowflake.Slot{testSlot}, ReservedUntilMs: time.Now().Add(cfgA.Horizon).UnixMilli(), AllowLow: true})
 	if err != nil || len(res.Made) != 1 {
 		t.Fatalf("repair: %+v %v", res, err)
@@ -187,7 +188,7 @@ func TestSlotsTreeDeletedWhileServing(t *testing.T) {
 	for i := range all {
 		all[i] = snowflake.SlotAt(i)
 	}
-	res, err := RepairSlots(context.Background(), obs, RepairConfig{Root: "/snowflake", Slots: all,
+	res, err := tree.RepairSlots(context.Background(), obs, tree.RepairConfig{Root: "/snowflake", Slots: all,
 		ReservedUntilMs: time.Now().Add(testConfig().Horizon).UnixMilli(), AllowLow: true})
 	if err != nil || len(res.Made) != snowflake.Slots || len(res.MadeTree) != 1 {
 		t.Fatalf("repair: made %d, tree %v, %v", len(res.Made), res.MadeTree, err)

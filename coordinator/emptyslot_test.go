@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
@@ -17,12 +18,12 @@ func TestDecodeSlotWithoutReservation(t *testing.T) {
 	for _, data := range []string{"", "  \n", "{}", "null", `{"last_ms": 1700000000000, "holder": "x"}`,
 		`{"reserved_until_ms": 0}`, `{"reserved_until_ms": 5}`, `{"reserved_until_ms": -1}`,
 		`{"reserved_until_ms": 99999999999999999}`} {
-		rec, err := decodeSlot([]byte(data))
-		if !errors.Is(err, errNoReservation) {
-			t.Errorf("decodeSlot(%q) = %+v, %v; want errNoReservation", data, rec, err)
+		rec, err := tree.DecodeSlot([]byte(data))
+		if !errors.Is(err, tree.ErrNoReservation) {
+			t.Errorf("tree.DecodeSlot(%q) = %+v, %v; want ErrNoReservation", data, rec, err)
 		}
 	}
-	rec, err := decodeSlot([]byte(`{"reserved_until_ms": 1700000000000, "last_ms": 1699999999000}`))
+	rec, err := tree.DecodeSlot([]byte(`{"reserved_until_ms": 1700000000000, "last_ms": 1699999999000}`))
 	if err != nil || rec.ReservedUntilMs != 1700000000000 || rec.LastMs != 1699999999000 {
 		t.Errorf("a valid record: %+v, %v", rec, err)
 	}
@@ -71,7 +72,7 @@ func TestEmptySlotNodeIsDamage(t *testing.T) {
 			t.Errorf("data %q: no error log naming the missing reservation:\n%s", data, log.String())
 		}
 		b.Stop()
-		m, err := ReadSlotMap(obs, root)
+		m, err := tree.ReadSlotMap(obs, root)
 		if err != nil {
 			t.Fatal(err)
 		}

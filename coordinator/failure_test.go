@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -80,7 +81,7 @@ func TestTwoHundredClaimers(t *testing.T) {
 	}
 	t.Logf("200 claimers: %d lease creates, %.2f per claim", creates, float64(creates)/200)
 	obs := observer(t, zs.Addr())
-	m, err := ReadSlotMap(obs, cfg.Root)
+	m, err := tree.ReadSlotMap(obs, cfg.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,17 +266,17 @@ func TestBadVersionDecision(t *testing.T) {
 	// higher reservation, a new version. (A renew may write between our read
 	// and our write: read again.)
 	var landed int64
-	setSlot(t, obs, func(r SlotRecord) SlotRecord {
+	setSlot(t, obs, func(r tree.SlotRecord) tree.SlotRecord {
 		landed = r.ReservedUntilMs + 3000
-		return SlotRecord{ReservedUntilMs: landed, Holder: node, UpdatedMs: r.UpdatedMs}
+		return tree.SlotRecord{ReservedUntilMs: landed, Holder: node, UpdatedMs: r.UpdatedMs}
 	})
 	waitFor(t, 5*time.Second, "landed reservation adopted", func() bool { return g.Ceiling() >= landed })
 	if a.losses() != 0 || a.c.Generator() != g {
 		t.Fatal("lease dropped although the slot still names us")
 	}
 	// Another holder wrote the slot: lost, sealed, node deleted.
-	setSlot(t, obs, func(r SlotRecord) SlotRecord {
-		return SlotRecord{ReservedUntilMs: r.ReservedUntilMs + 1000, Holder: "someone-else"}
+	setSlot(t, obs, func(r tree.SlotRecord) tree.SlotRecord {
+		return tree.SlotRecord{ReservedUntilMs: r.ReservedUntilMs + 1000, Holder: "someone-else"}
 	})
 	waitFor(t, 5*time.Second, "lease lost to another holder", func() bool { return a.losses() == 1 })
 	if _, err := g.Next(); err == nil {
@@ -292,11 +293,11 @@ func TestBadVersionDecision(t *testing.T) {
 
 // setSlot writes testSlot's record as edit makes it from the stored one, at
 // the version read: a renew that wrote in between makes it read again.
-func setSlot(t *testing.T, obs *zk.Conn, edit func(SlotRecord) SlotRecord) {
+func setSlot(t *testing.T, obs *zk.Conn, edit func(tree.SlotRecord) tree.SlotRecord) {
 	t.Helper()
 	for {
 		r, _ := readSlot(t, obs, "/snowflake", testSlot)
-		_, err := obs.Set(zklayout.SlotPath("/snowflake", testSlot), encodeSlot(edit(r)), r.Version)
+		_, err := obs.Set(zklayout.SlotPath("/snowflake", testSlot), tree.EncodeSlot(edit(r)), r.Version)
 		if err == nil {
 			return
 		}

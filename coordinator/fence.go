@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
@@ -36,7 +37,7 @@ func (c *Coordinator) reservedUntilH(now, floor int64, horizon time.Duration) in
 
 // readSlot reads a slot node; a missing one (damage) or one that does not
 // decode is a *slotUnusable.
-func (s *claimer) readSlot(ctx context.Context, l *wonLease) (SlotRecord, error) {
+func (s *claimer) readSlot(ctx context.Context, l *wonLease) (tree.SlotRecord, error) {
 	var (
 		data []byte
 		st   *zk.Stat
@@ -44,14 +45,14 @@ func (s *claimer) readSlot(ctx context.Context, l *wonLease) (SlotRecord, error)
 	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
 	err := s.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(sp); return })
 	if errors.Is(err, zk.ErrNoNode) {
-		return SlotRecord{}, missingSlot(s.c.cfg.Root, l.slot)
+		return tree.SlotRecord{}, missingSlot(s.c.cfg.Root, l.slot)
 	}
 	if err != nil {
-		return SlotRecord{}, fmt.Errorf("read %s: %w", sp, err)
+		return tree.SlotRecord{}, fmt.Errorf("read %s: %w", sp, err)
 	}
-	rec, err := decodeSlot(data)
+	rec, err := tree.DecodeSlot(data)
 	if err != nil {
-		return SlotRecord{}, undecodableSlot(l.slot, fmt.Errorf("%s: %w: %w", sp, errBadSlotNode, err))
+		return tree.SlotRecord{}, undecodableSlot(l.slot, fmt.Errorf("%s: %w: %w", sp, errBadSlotNode, err))
 	}
 	rec.Version, rec.MtimeMs = st.Version, st.Mtime
 	return rec, nil
@@ -61,7 +62,7 @@ func (s *claimer) readSlot(ctx context.Context, l *wonLease) (SlotRecord, error)
 // answer was lost, or a later one met a bad version): when the slot names
 // l's node, that write landed, and l takes the slot's version (ours). The
 // caller takes the reservation as its own rule says.
-func (s *claimer) adoptIfOurs(ctx context.Context, l *wonLease) (rec SlotRecord, ours bool, err error) {
+func (s *claimer) adoptIfOurs(ctx context.Context, l *wonLease) (rec tree.SlotRecord, ours bool, err error) {
 	rec, err = s.readSlot(ctx, l)
 	if err != nil || rec.Holder != l.name {
 		return rec, false, err
@@ -73,10 +74,10 @@ func (s *claimer) adoptIfOurs(ctx context.Context, l *wonLease) (rec SlotRecord,
 // writeSlot writes rec, naming l's node as its holder, into l's slot node
 // at version, fenced by l's lease node. It never makes the slot node: every
 // one is made with the root, and a missing one is damage.
-func (s *claimer) writeSlot(ctx context.Context, l *wonLease, rec SlotRecord, version int32) (*zk.Stat, writeResult, error) {
+func (s *claimer) writeSlot(ctx context.Context, l *wonLease, rec tree.SlotRecord, version int32) (*zk.Stat, writeResult, error) {
 	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
 	rec.Holder = l.name
-	return s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: encodeSlot(rec), Version: version})
+	return s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: tree.EncodeSlot(rec), Version: version})
 }
 
 // errBadSlotNode: a slot node holds something other than a slot record (a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -36,7 +37,7 @@ type Fleet struct {
 	pinInfo   *prometheus.GaugeVec
 	pollEvery time.Duration
 	// shown is the datacenter set the per-datacenter series were set for.
-	shown DCSet
+	shown tree.DCSet
 }
 
 // NewFleet makes the fleet gauges of c's fleet and registers them with reg
@@ -106,9 +107,9 @@ func (f *Fleet) Run(ctx context.Context) error {
 }
 
 func (f *Fleet) set(leases []zklayout.LeaseInfo) {
-	owned := DCSet(f.c.owned.Load())
+	owned := tree.DCSet(f.c.owned.Load())
 	if owned == 0 {
-		owned = AllDatacenters // the root is not read yet
+		owned = tree.AllDatacenters // the root is not read yet
 	}
 	var perDC [snowflake.MaxDatacenter + 1]int
 	inside, embedded := 0, 0
@@ -146,20 +147,20 @@ func (f *Fleet) set(leases []zklayout.LeaseInfo) {
 // timeouts: the read runs on its own goroutine, and ctx bounds the wait
 // (the read itself ends when ZooKeeper answers or the session fails), so a
 // caller should let only one run at a time.
-func (c *Coordinator) ReadSlotMap(ctx context.Context) (SlotMap, error) {
+func (c *Coordinator) ReadSlotMap(ctx context.Context) (tree.SlotMap, error) {
 	if !c.running.Load() {
-		return SlotMap{}, ErrNoSession
+		return tree.SlotMap{}, ErrNoSession
 	}
 	conn, err := c.maps.get(func() (*zk.Conn, error) {
 		return zkconn.Connect(c.cfg.Servers, c.cfg.TLS, c.cfg.SessionTimeout, c.log.Named("slotmap"), nil)
 	})
 	if err != nil {
-		return SlotMap{}, fmt.Errorf("read slot map: %w", err)
+		return tree.SlotMap{}, fmt.Errorf("read slot map: %w", err)
 	}
-	var m SlotMap
-	answered, err := zkconn.Call(ctx, func() (err error) { m, err = ReadSlotMap(conn, c.cfg.Root); return })
+	var m tree.SlotMap
+	answered, err := zkconn.Call(ctx, func() (err error) { m, err = tree.ReadSlotMap(conn, c.cfg.Root); return })
 	if !answered {
-		return SlotMap{}, fmt.Errorf("read slot map: %w (%w)", ErrCallTimeout, err)
+		return tree.SlotMap{}, fmt.Errorf("read slot map: %w (%w)", ErrCallTimeout, err)
 	}
 	return m, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
@@ -18,16 +19,16 @@ func TestParseDCSet(t *testing.T) {
 		"0-3,8": "0-3,8", "8, 0-3": "0-3,8", "31": "31", "0-31": "0-31",
 		"0,1,2,5-6": "0-2,5-6", " 7 ": "7",
 	} {
-		got, err := ParseDCSet(in)
+		got, err := tree.ParseDCSet(in)
 		if err != nil || got.String() != want {
 			t.Errorf("ParseDCSet(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	if s, _ := ParseDCSet("0-31"); s != AllDatacenters || s.Slots() != snowflake.Slots {
+	if s, _ := tree.ParseDCSet("0-31"); s != tree.AllDatacenters || s.Slots() != snowflake.Slots {
 		t.Errorf("0-31 = %b (%d slots), want every datacenter", s, s.Slots())
 	}
 	for _, in := range []string{"", "5-2", "40", "-1", "0-32", "1,,2", "a", "1-", "0-3,2", "03"} {
-		if s, err := ParseDCSet(in); !errors.Is(err, ErrBadRanges) || !strings.Contains(err.Error(), "") {
+		if s, err := tree.ParseDCSet(in); !errors.Is(err, tree.ErrBadRanges) || !strings.Contains(err.Error(), "") {
 			t.Errorf("ParseDCSet(%q) = %v, %v; want ErrBadRanges", in, s, err)
 		}
 	}
@@ -59,45 +60,45 @@ func TestFleetScope(t *testing.T) {
 	obs := observer(t, zs.Addr())
 	ctx := context.Background()
 	acl := zk.WorldACL(zk.PermAll)
-	mustDC := func(s string) DCSet {
-		d, err := ParseDCSet(s)
+	mustDC := func(s string) tree.DCSet {
+		d, err := tree.ParseDCSet(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
 
-	res, err := InitRoot(ctx, obs, initCfg("/region/eu", FleetACL{}, mustDC("0-1")))
-	if err != nil || !res.Made || res.Layout != LayoutV3 {
+	res, err := tree.InitRoot(ctx, obs, initCfg("/region/eu", tree.FleetACL{}, mustDC("0-1")))
+	if err != nil || !res.Made || res.Layout != tree.LayoutV3 {
 		t.Fatalf("init /region/eu 0-1: %+v, %v; want made, layout v3", res, err)
 	}
-	if m, err := ReadSlotMap(obs, "/region/eu"); err != nil || len(m.Slots) != snowflake.Slots || m.Free() != 64 {
+	if m, err := tree.ReadSlotMap(obs, "/region/eu"); err != nil || len(m.Slots) != snowflake.Slots || m.Free() != 64 {
 		t.Fatalf("slot map of /region/eu: %d slot nodes, free %d, %v; want 1024 nodes, 64 free", len(m.Slots), m.Free(), err)
 	}
 	// Again with the same ranges: nothing done; with others: refused.
-	if res, err := InitRoot(ctx, obs, initCfg("/region/eu", FleetACL{}, mustDC("0-1"))); err != nil || res.Made {
+	if res, err := tree.InitRoot(ctx, obs, initCfg("/region/eu", tree.FleetACL{}, mustDC("0-1"))); err != nil || res.Made {
 		t.Fatalf("init again: %+v, %v; want left alone", res, err)
 	}
-	if _, err := InitRoot(ctx, obs, initCfg("/region/eu", FleetACL{}, mustDC("0-2"))); !errors.Is(err, ErrRootExists) {
+	if _, err := tree.InitRoot(ctx, obs, initCfg("/region/eu", tree.FleetACL{}, mustDC("0-2"))); !errors.Is(err, tree.ErrRootExists) {
 		t.Fatalf("init with other ranges: %v; want ErrRootExists", err)
 	}
 	// A second fleet: disjoint is fine, deep in the tree too; overlapping
 	// is refused and nothing is made.
-	if _, err := InitRoot(ctx, obs, initCfg("/apps/x/us", FleetACL{}, mustDC("2-3,8"))); err != nil {
+	if _, err := tree.InitRoot(ctx, obs, initCfg("/apps/x/us", tree.FleetACL{}, mustDC("2-3,8"))); err != nil {
 		t.Fatalf("init /apps/x/us 2-3,8: %v", err)
 	}
-	_, err = InitRoot(ctx, obs, initCfg("/other", FleetACL{}, mustDC("8-9")))
-	if !errors.Is(err, ErrFleetOverlap) || !strings.Contains(err.Error(), "/apps/x/us") || !strings.Contains(err.Error(), "both: 8") {
+	_, err = tree.InitRoot(ctx, obs, initCfg("/other", tree.FleetACL{}, mustDC("8-9")))
+	if !errors.Is(err, tree.ErrFleetOverlap) || !strings.Contains(err.Error(), "/apps/x/us") || !strings.Contains(err.Error(), "both: 8") {
 		t.Fatalf("init /other 8-9: %v; want ErrFleetOverlap naming /apps/x/us and datacenter 8", err)
 	}
 	if ok, _, _ := obs.Exists("/other"); ok {
 		t.Fatal("a refused init made its root")
 	}
-	scan, err := ScanFleets(obs, 0)
+	scan, err := tree.ScanFleets(obs, 0)
 	if err != nil || len(scan.Fleets) != 2 || scan.Fleets[0].Root != "/apps/x/us" || scan.Fleets[1].Root != "/region/eu" {
 		t.Fatalf("scan: %+v, %v; want the two fleets", scan, err)
 	}
-	if _, err := ScanFleets(obs, 3); !errors.Is(err, ErrScanLimit) {
+	if _, err := tree.ScanFleets(obs, 3); !errors.Is(err, tree.ErrScanLimit) {
 		t.Fatalf("scan limited to 3 nodes: %v; want ErrScanLimit", err)
 	}
 
@@ -116,30 +117,30 @@ func TestFleetScope(t *testing.T) {
 	pinned := cfg
 	pinned.Datacenter = 5
 	err, _ = runUntilErr(t, pinned)
-	if !errors.Is(err, ErrOutsideFleet) || !strings.Contains(err.Error(), "5") || !strings.Contains(err.Error(), "0-1") {
+	if !errors.Is(err, tree.ErrOutsideFleet) || !strings.Contains(err.Error(), "5") || !strings.Contains(err.Error(), "0-1") {
 		t.Fatalf("worker pinned to 5 in a 0-1 fleet: %v; want ErrOutsideFleet naming 5 and 0-1", err)
 	}
 	// A fleet that appeared beside ours (two inits racing, a hand edit)
 	// overlapping it: new workers of both refuse to start.
-	raw := rootInfo(LayoutV3, time.Now())
+	raw := tree.NewRootInfo(tree.LayoutV3, time.Now())
 	raw.Datacenters = "1"
-	if _, err := obs.Create("/rogue", encodeRoot(raw), 0, acl); err != nil {
+	if _, err := obs.Create("/rogue", tree.EncodeRoot(raw), 0, acl); err != nil {
 		t.Fatal(err)
 	}
 	err, c := runUntilErr(t, cfg)
-	if !errors.Is(err, ErrFleetOverlap) || !strings.Contains(err.Error(), "/rogue") || c.Status().Claims != 0 {
+	if !errors.Is(err, tree.ErrFleetOverlap) || !strings.Contains(err.Error(), "/rogue") || c.Status().Claims != 0 {
 		t.Fatalf("worker of a fleet overlapped by /rogue: %v (claims %d); want ErrFleetOverlap, nothing claimed", err, c.Status().Claims)
 	}
 	rogue := cfg
 	rogue.Root = "/rogue"
-	if err, _ := runUntilErr(t, rogue); !errors.Is(err, ErrFleetOverlap) {
+	if err, _ := runUntilErr(t, rogue); !errors.Is(err, tree.ErrFleetOverlap) {
 		t.Fatalf("worker of /rogue: %v; want ErrFleetOverlap", err)
 	}
 }
 
 // initCfg is a new fleet's init of root owning owned.
-func initCfg(root string, acl FleetACL, owned DCSet) InitConfig {
-	c := DefaultInitConfig()
+func initCfg(root string, acl tree.FleetACL, owned tree.DCSet) tree.InitConfig {
+	c := tree.DefaultInitConfig()
 	c.Root, c.ACL, c.Owned, c.NewFleet = root, acl, owned, true
 	return c
 }
@@ -152,14 +153,14 @@ func TestScanUnreadableSubtree(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
 	ctx := context.Background()
-	mustDC := func(s string) DCSet {
-		d, err := ParseDCSet(s)
+	mustDC := func(s string) tree.DCSet {
+		d, err := tree.ParseDCSet(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	if _, err := InitRoot(ctx, obs, initCfg("/ours", FleetACL{}, mustDC("0-1"))); err != nil {
+	if _, err := tree.InitRoot(ctx, obs, initCfg("/ours", tree.FleetACL{}, mustDC("0-1"))); err != nil {
 		t.Fatal(err)
 	}
 	// Someone else's subtrees, closed to everybody but them: /locked holds
@@ -175,32 +176,32 @@ func TestScanUnreadableSubtree(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hidden := rootInfo(LayoutV3, time.Now())
+	hidden := tree.NewRootInfo(tree.LayoutV3, time.Now())
 	hidden.Datacenters = "0-3"
-	if _, err := other.Create("/locked/eu", encodeRoot(hidden), 0, ACL("someone-else:secret")); err != nil {
+	if _, err := other.Create("/locked/eu", tree.EncodeRoot(hidden), 0, tree.ACL("someone-else:secret")); err != nil {
 		t.Fatal(err)
 	}
 
 	cfg := testConfig(zs.Addr())
 	cfg.Root = "/ours"
 	err, c := runUntilErr(t, cfg)
-	if !errors.Is(err, ErrScanUnreadable) || !strings.Contains(err.Error(), "/locked, /private") ||
+	if !errors.Is(err, tree.ErrScanUnreadable) || !strings.Contains(err.Error(), "/locked, /private") ||
 		!strings.Contains(err.Error(), "--zk-scan-skip") || c.Status().Claims != 0 {
 		t.Fatalf("worker whose scan cannot read /locked and /private: %v (claims %d); want ErrScanUnreadable naming both and --zk-scan-skip, nothing claimed",
 			err, c.Status().Claims)
 	}
 	// Skipping one is not enough: the other still refuses.
 	cfg.ScanSkip = []string{"/locked"}
-	if err, _ := runUntilErr(t, cfg); !errors.Is(err, ErrScanUnreadable) || strings.Contains(err.Error(), "/locked") || !strings.Contains(err.Error(), "/private") {
+	if err, _ := runUntilErr(t, cfg); !errors.Is(err, tree.ErrScanUnreadable) || strings.Contains(err.Error(), "/locked") || !strings.Contains(err.Error(), "/private") {
 		t.Fatalf("worker skipping /locked only: %v; want ErrScanUnreadable naming /private alone", err)
 	}
 	// init refuses the same way, and goes on with the skips.
-	if _, err := InitRoot(ctx, obs, initCfg("/batch", FleetACL{}, mustDC("9"))); !errors.Is(err, ErrScanUnreadable) || !strings.Contains(err.Error(), "/locked") {
+	if _, err := tree.InitRoot(ctx, obs, initCfg("/batch", tree.FleetACL{}, mustDC("9"))); !errors.Is(err, tree.ErrScanUnreadable) || !strings.Contains(err.Error(), "/locked") {
 		t.Fatalf("init beside unreadable subtrees: %v; want ErrScanUnreadable naming /locked", err)
 	}
-	skipBoth := initCfg("/batch", FleetACL{}, mustDC("9"))
+	skipBoth := initCfg("/batch", tree.FleetACL{}, mustDC("9"))
 	skipBoth.ScanSkip = []string{"/locked", "/private"}
-	res, err := InitRoot(ctx, obs, skipBoth)
+	res, err := tree.InitRoot(ctx, obs, skipBoth)
 	if err != nil || !res.Made || strings.Join(res.Scan.Skipped, ",") != "/locked,/private" || len(res.Scan.Unreadable) != 0 {
 		t.Fatalf("init skipping both: %+v, %v; want made, both reported skipped", res, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/zktest"
@@ -106,20 +107,20 @@ func initFleet(t testing.TB, cfg Config) {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ok, err := callCtx(ctx, "init", func(ok *bool) (err error) { *ok, _, err = conn.Exists(cfg.Root); return })
+	ok, err := zkconn.CallResult(ctx, "init", func(ok *bool) (err error) { *ok, _, err = conn.Exists(cfg.Root); return })
 	if err != nil {
 		t.Fatalf("init %s: %v", cfg.Root, err)
 	}
 	if ok {
 		return
 	}
-	ic := DefaultInitConfig()
+	ic := tree.DefaultInitConfig()
 	ic.Root, ic.NewFleet, ic.ScanLimit = cfg.Root, true, cfg.ScanLimit
-	ic.ACL, _ = NewFleetACL(cfg.Auth, cfg.Auth)
+	ic.ACL, _ = tree.NewFleetACL(cfg.Auth, cfg.Auth)
 	// Generous bounds: a new fleet does not pay for them, and the test's
 	// later workers may run with a wider MaxSkew or Horizon.
-	ic.MaxHorizon, ic.MaxSkew = max(cfg.Horizon, DefaultMaxHorizon), 24*time.Hour
-	if _, err := InitRoot(ctx, conn, ic); err != nil {
+	ic.MaxHorizon, ic.MaxSkew = max(cfg.Horizon, tree.DefaultMaxHorizon), 24*time.Hour
+	if _, err := tree.InitRoot(ctx, conn, ic); err != nil {
 		t.Fatalf("init %s: %v", cfg.Root, err)
 	}
 }
@@ -305,16 +306,16 @@ func observer(t testing.TB, addr string) *zk.Conn {
 	return conn
 }
 
-func readSlot(t testing.TB, conn *zk.Conn, root string, s snowflake.Slot) (SlotRecord, bool) {
+func readSlot(t testing.TB, conn *zk.Conn, root string, s snowflake.Slot) (tree.SlotRecord, bool) {
 	t.Helper()
 	data, st, err := conn.Get(zklayout.SlotPath(root, s))
 	if err == zk.ErrNoNode {
-		return SlotRecord{}, false
+		return tree.SlotRecord{}, false
 	}
 	if err != nil {
 		t.Fatalf("read slot %s: %v", s, err)
 	}
-	rec, err := decodeSlot(data)
+	rec, err := tree.DecodeSlot(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func gaugeValue(t testing.TB, reg prometheus.Gatherer, name string) float64 {
 // slots/ and every slot node, so a test can then edit one by hand.
 func makeRoot(t testing.TB, obs *zk.Conn, root string, acl []zk.ACL) {
 	t.Helper()
-	if _, err := obs.Create(root, encodeRoot(CurrentRootInfo(time.Now())), 0, acl); err != nil {
+	if _, err := obs.Create(root, tree.EncodeRoot(tree.CurrentRootInfo(time.Now())), 0, acl); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{zklayout.LeasesPath(root), zklayout.SlotsPath(root)} {
@@ -353,7 +354,7 @@ func makeRoot(t testing.TB, obs *zk.Conn, root string, acl []zk.ACL) {
 		}
 	}
 	now := time.Now().UnixMilli()
-	if _, err := createSlotNodes(obs, root, acl, nil, SlotRecord{ReservedUntilMs: now, UpdatedMs: now}); err != nil {
+	if _, err := tree.CreateSlotNodes(obs, root, acl, nil, tree.SlotRecord{ReservedUntilMs: now, UpdatedMs: now}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -361,9 +362,9 @@ func makeRoot(t testing.TB, obs *zk.Conn, root string, acl []zk.ACL) {
 // standbyDir gives root's standby/ (made by init) the ACL acl, making it
 // if it is missing.
 func standbyDir(obs *zk.Conn, root string, acl []zk.ACL) error {
-	_, err := obs.Create(StandbyPath(root), nil, 0, acl)
+	_, err := obs.Create(tree.StandbyPath(root), nil, 0, acl)
 	if errors.Is(err, zk.ErrNodeExists) {
-		_, err = obs.SetACL(StandbyPath(root), acl, -1)
+		_, err = obs.SetACL(tree.StandbyPath(root), acl, -1)
 	}
 	return err
 }

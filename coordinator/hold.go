@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -161,7 +162,7 @@ func (s *claimer) renew(ctx context.Context, l *wonLease, gen *snowflake.Generat
 			last = gen.LastMs()
 		}
 		sent := time.Now()
-		st, res, err := s.writeSlot(ctx, l, SlotRecord{ReservedUntilMs: target, LastMs: last, UpdatedMs: now}, l.version)
+		st, res, err := s.writeSlot(ctx, l, tree.SlotRecord{ReservedUntilMs: target, LastMs: last, UpdatedMs: now}, l.version)
 		switch res {
 		case writeOK:
 			c.observeWrite(st, now, c.nowMs(), sent)

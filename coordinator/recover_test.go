@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -34,7 +35,7 @@ func copyDir(t testing.TB, from, to string) {
 func TestRestoreFromBackup(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
-	ic := DefaultInitConfig()
+	ic := tree.DefaultInitConfig()
 	ic.NewFleet, ic.MaxHorizon, ic.MaxSkew = true, 10*time.Second, 500*time.Millisecond
 	initRootT(t, obs, ic)
 	obs.Close()
@@ -70,14 +71,14 @@ func TestRestoreFromBackup(t *testing.T) {
 	obs = observer(t, zs.Addr())
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := RecoverRoot(ctx, obs, zklayout.DefaultRoot, FleetACL{})
+	res, err := tree.RecoverRoot(ctx, obs, zklayout.DefaultRoot, tree.FleetACL{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Raised+res.Kept != snowflake.Slots || res.Marker == "" || res.Owned != AllDatacenters {
+	if res.Raised+res.Kept != snowflake.Slots || res.Marker == "" || res.Owned != tree.AllDatacenters {
 		t.Fatalf("recover: %+v; want every slot raised or kept, a marker, every datacenter", res)
 	}
-	m, err := ReadSlotMap(obs, zklayout.DefaultRoot)
+	m, err := tree.ReadSlotMap(obs, zklayout.DefaultRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestRestoreFromBackup(t *testing.T) {
 func TestRecoverMissingRoot(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
-	_, err := RecoverRoot(context.Background(), obs, "/none", FleetACL{})
+	_, err := tree.RecoverRoot(context.Background(), obs, "/none", tree.FleetACL{})
 	if err == nil || !strings.Contains(err.Error(), "snowflakectl init") {
 		t.Fatalf("recover of a missing root: %v; want a refusal naming init", err)
 	}

@@ -11,10 +11,10 @@ import (
 )
 
 // errRefusedSession: the ensemble keeps refusing our session's reconnect
-// while it grants a new session at once. ZooKeeper refuses a client that has
+// while it Grants a new session at once. ZooKeeper refuses a client that has
 // seen a later zxid than its own: the ensemble went back in time (restored
 // from a backup, or rebuilt empty), and go-zookeeper would retry forever.
-var errRefusedSession = errors.New("zookeeper refuses our session's reconnect but grants a new session: the ensemble went back in time")
+var errRefusedSession = errors.New("zookeeper refuses our session's reconnect but Grants a new session: the ensemble went back in time")
 
 // watchRefusal probes the ensemble with a fresh connection (which has seen
 // no zxid) whenever conn has had no session for a session timeout; when
@@ -60,7 +60,7 @@ func (c *Coordinator) watchRefusal(ctx context.Context, conn *zk.Conn) {
 			continue
 		}
 		c.refused.Store(true)
-		c.log.Error("zookeeper refuses our session but grants a new one: the ensemble went back in time (restored from a backup, or rebuilt empty); opening a new session, and claiming only after snowflakectl recover (or init)",
+		c.log.Error("zookeeper refuses our session but Grants a new one: the ensemble went back in time (restored from a backup, or rebuilt empty); opening a new session, and claiming only after snowflakectl recover (or init)",
 			"error", errRefusedSession, "without_session", time.Since(since).Round(time.Second))
 		select {
 		case c.wake <- struct{}{}:

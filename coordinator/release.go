@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -26,7 +27,7 @@ func (s *claimer) release(l *wonLease, gen *snowflake.Generator) {
 	}
 	lowered := false
 	for attempt := 0; attempt < 2 && ctx.Err() == nil; attempt++ {
-		lowest := SlotRecord{ReservedUntilMs: target, LastMs: issued, UpdatedMs: c.nowMs()}
+		lowest := tree.SlotRecord{ReservedUntilMs: target, LastMs: issued, UpdatedMs: c.nowMs()}
 		_, res, _ := s.writeSlot(ctx, l, lowest, l.version)
 		if res == writeOK {
 			lowered = true

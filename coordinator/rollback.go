@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
@@ -83,7 +84,7 @@ func (s *claimer) awaitRecover(ctx context.Context, seq int64) error {
 				c.log.Info("the root was made again; claiming", "root", c.cfg.Root)
 				return nil
 			}
-			if info, derr := decodeRoot(c.cfg.Root, data); derr == nil && info.Recovery != "" && st.Mtime > since {
+			if info, derr := tree.DecodeRoot(c.cfg.Root, data); derr == nil && info.Recovery != "" && st.Mtime > since {
 				s.rollback.reset(st)
 				c.log.Info("snowflakectl recover ran; claiming", "root", c.cfg.Root, "recovery", info.Recovery)
 				return nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
@@ -15,10 +16,6 @@ import (
 // an ensemble that lost its data) covers only what a holder within that
 // bound could have issued, so a worker beyond it is refused.
 var ErrAboveRootBound = errors.New("above the bound the root records")
-
-// errRootFilling: snowflakectl init made the root but has not made all its
-// slot nodes yet (or stopped before it had); running init again finishes it.
-var errRootFilling = errors.New("root is still being filled by snowflakectl init")
 
 // checkRoot waits for the root to exist, made by snowflakectl init (a
 // worker never makes it: a root made by a starting worker would reserve its
@@ -33,8 +30,8 @@ func (s *claimer) checkRoot(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, ErrLayoutMismatch) || errors.Is(err, ErrFleetOverlap) || errors.Is(err, ErrOutsideFleet) ||
-			errors.Is(err, ErrScanLimit) || errors.Is(err, ErrAboveRootBound) || errors.Is(err, ErrUntrustedTree) || fatal(err) {
+		if errors.Is(err, tree.ErrLayoutMismatch) || errors.Is(err, tree.ErrFleetOverlap) || errors.Is(err, tree.ErrOutsideFleet) ||
+			errors.Is(err, tree.ErrScanLimit) || errors.Is(err, ErrAboveRootBound) || errors.Is(err, tree.ErrUntrustedTree) || fatal(err) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -42,10 +39,10 @@ func (s *claimer) checkRoot(ctx context.Context) error {
 		}
 		wait := 500 * time.Millisecond
 		switch {
-		case errors.Is(err, ErrDamaged):
+		case errors.Is(err, tree.ErrDamaged):
 			s.c.treeMissing(err)
 			wait = damagedRecheck
-		case errors.Is(err, errRootFilling):
+		case errors.Is(err, tree.ErrRootFilling):
 			s.c.log.Warn("root is not finished; waiting for snowflakectl init", "root", s.c.cfg.Root, "error", err)
 			wait = damagedRecheck
 		default:
@@ -70,12 +67,12 @@ func (s *claimer) tryCheckRoot(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read root %s: %w", root, err)
 	}
-	info, err := decodeRoot(root, data)
+	info, err := tree.DecodeRoot(root, data)
 	if err != nil {
 		return err
 	}
-	if info.filling() {
-		return fmt.Errorf("%w: root %s (run snowflakectl init again to finish it)", errRootFilling, root)
+	if info.Filling() {
+		return fmt.Errorf("%w: root %s (run snowflakectl init again to finish it)", tree.ErrRootFilling, root)
 	}
 	if err := s.c.cfg.withinBound(info); err != nil {
 		return fmt.Errorf("root %s: %w", root, err)
@@ -94,7 +91,7 @@ func (s *claimer) tryCheckRoot(ctx context.Context) error {
 }
 
 // withinBound refuses a Horizon or MaxSkew above the root's bound.
-func (c Config) withinBound(info RootInfo) error {
+func (c Config) withinBound(info tree.RootInfo) error {
 	if h := info.MaxHorizon(); c.Horizon > h {
 		return fmt.Errorf("%w: horizon %v exceeds the root's max_horizon_ms %v; lower --horizon, or make the fleet with snowflakectl init --max-horizon", ErrAboveRootBound, c.Horizon, h)
 	}
@@ -126,12 +123,12 @@ type damage struct{ kind, path string }
 
 func (d *damage) Error() string {
 	if d.kind == "root" {
-		return fmt.Sprintf("%v: root %s is missing; workers never make it (a new fleet, or an ensemble that lost its data: snowflakectl init)", ErrDamaged, d.path)
+		return fmt.Sprintf("%v: root %s is missing; workers never make it (a new fleet, or an ensemble that lost its data: snowflakectl init)", tree.ErrDamaged, d.path)
 	}
-	return fmt.Sprintf("%v: %s is missing; workers do not re-create it (snowflakectl repair)", ErrDamaged, d.path)
+	return fmt.Sprintf("%v: %s is missing; workers do not re-create it (snowflakectl repair)", tree.ErrDamaged, d.path)
 }
 
-func (d *damage) Unwrap() error { return ErrDamaged }
+func (d *damage) Unwrap() error { return tree.ErrDamaged }
 
 // damagedRecheck is how often a worker that found the tree damaged looks
 // again (an operator may have repaired it).

@@ -10,17 +10,18 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // initRootT runs InitRoot, failing the test on an error.
-func initRootT(t testing.TB, conn *zk.Conn, cfg InitConfig) InitResult {
+func initRootT(t testing.TB, conn *zk.Conn, cfg tree.InitConfig) tree.InitResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := InitRoot(ctx, conn, cfg)
+	res, err := tree.InitRoot(ctx, conn, cfg)
 	if err != nil {
 		t.Fatalf("init %s: %v", cfg.Root, err)
 	}
@@ -54,7 +55,7 @@ func TestWorkerNeverMakesRoot(t *testing.T) {
 		t.Errorf("the log does not name snowflakectl init:\n%s", log.String())
 	}
 
-	ic := DefaultInitConfig()
+	ic := tree.DefaultInitConfig()
 	ic.MaxHorizon, ic.MaxSkew = 2*time.Second, 500*time.Millisecond
 	res := initRootT(t, obs, ic)
 	_, st, err := obs.Get(zklayout.DefaultRoot)
@@ -62,8 +63,8 @@ func TestWorkerNeverMakesRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := st.Ctime + 2500
-	if !res.Made || res.Layout != Layout || res.ReservedUntilMs != want {
-		t.Fatalf("init: %+v; want made, layout %s, reserved until ctime+2.5s = %d", res, Layout, want)
+	if !res.Made || res.Layout != tree.Layout || res.ReservedUntilMs != want {
+		t.Fatalf("init: %+v; want made, layout %s, reserved until ctime+2.5s = %d", res, tree.Layout, want)
 	}
 	r, ok := readSlot(t, obs, zklayout.DefaultRoot, snowflake.Slot{Datacenter: 30, Machine: 31})
 	if !ok || r.ReservedUntilMs != want {
@@ -96,7 +97,7 @@ func TestRootMadeAgainAfterDataLoss(t *testing.T) {
 	obs := observer(t, zs.Addr())
 	deleteAll(t, obs, zklayout.DefaultRoot) // the ensemble's data is gone
 
-	ic := DefaultInitConfig()
+	ic := tree.DefaultInitConfig()
 	ic.MaxHorizon, ic.MaxSkew = 3*time.Second, 500*time.Millisecond
 	res := initRootT(t, obs, ic)
 	cfgB := pinned(testConfig(zs.Addr()), testSlot)
@@ -118,7 +119,7 @@ func TestRootMadeAgainAfterDataLoss(t *testing.T) {
 func TestHorizonAboveRootBoundRefused(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
-	ic := DefaultInitConfig()
+	ic := tree.DefaultInitConfig()
 	ic.MaxHorizon, ic.NewFleet = 2*time.Second, true
 	initRootT(t, obs, ic)
 	cfg := testConfig(zs.Addr())
@@ -137,7 +138,7 @@ func TestHorizonAboveRootBoundRefused(t *testing.T) {
 func TestInitNewFleet(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
-	ic := DefaultInitConfig()
+	ic := tree.DefaultInitConfig()
 	ic.NewFleet = true
 	res := initRootT(t, obs, ic)
 	_, st, _ := obs.Get(zklayout.DefaultRoot)
@@ -151,14 +152,14 @@ func TestV1RootRefused(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
 	acl := zk.WorldACL(zk.PermAll)
-	if _, err := obs.Multi(&zk.CreateRequest{Path: "/old", Data: encodeRoot(rootInfo(LayoutV1, time.Now())), Acl: acl},
+	if _, err := obs.Multi(&zk.CreateRequest{Path: "/old", Data: tree.EncodeRoot(tree.NewRootInfo(tree.LayoutV1, time.Now())), Acl: acl},
 		&zk.CreateRequest{Path: "/old/leases", Acl: acl}, &zk.CreateRequest{Path: "/old/slots", Acl: acl}); err != nil {
 		t.Fatal(err)
 	}
 	cfg := testConfig(zs.Addr())
 	cfg.Root = "/old"
 	err, c := runUntilErr(t, cfg)
-	if !errors.Is(err, ErrLayoutMismatch) || !strings.Contains(err.Error(), LayoutV1) || !strings.Contains(err.Error(), "snowflakectl init") {
+	if !errors.Is(err, tree.ErrLayoutMismatch) || !strings.Contains(err.Error(), tree.LayoutV1) || !strings.Contains(err.Error(), "snowflakectl init") {
 		t.Fatalf("worker on a v1 root: %v; want ErrLayoutMismatch naming v1 and init", err)
 	}
 	if c.Status().Claims != 0 {
@@ -174,10 +175,10 @@ func TestV1RootRefused(t *testing.T) {
 func TestFillingRootFinishedByInit(t *testing.T) {
 	zs := startZK(t)
 	obs := observer(t, zs.Addr())
-	info := rootInfo(LayoutFilling, time.Now())
+	info := tree.NewRootInfo(tree.LayoutFilling, time.Now())
 	info.Datacenters = "4"
 	acl := zk.WorldACL(zk.PermAll)
-	if _, err := obs.Multi(&zk.CreateRequest{Path: "/half", Data: encodeRoot(info), Acl: acl},
+	if _, err := obs.Multi(&zk.CreateRequest{Path: "/half", Data: tree.EncodeRoot(info), Acl: acl},
 		&zk.CreateRequest{Path: "/half/leases", Acl: acl}, &zk.CreateRequest{Path: "/half/slots", Acl: acl}); err != nil {
 		t.Fatal(err)
 	}
@@ -192,9 +193,9 @@ func TestFillingRootFinishedByInit(t *testing.T) {
 	if names, _, _ := obs.Children("/half/slots"); len(names) != 0 {
 		t.Fatalf("a worker made %d slot nodes of a filling root", len(names))
 	}
-	dcs, _ := ParseDCSet("4")
-	res := initRootT(t, obs, initCfg("/half", FleetACL{}, dcs))
-	if !res.Made || !res.Finished || res.Layout != LayoutV3 {
+	dcs, _ := tree.ParseDCSet("4")
+	res := initRootT(t, obs, initCfg("/half", tree.FleetACL{}, dcs))
+	if !res.Made || !res.Finished || res.Layout != tree.LayoutV3 {
 		t.Fatalf("init of a filling root: %+v; want finished as v3", res)
 	}
 	waitFor(t, 15*time.Second, "worker ready", w.c.Ready)
@@ -202,11 +203,11 @@ func TestFillingRootFinishedByInit(t *testing.T) {
 		t.Fatalf("claimed %s in a fleet owning datacenter 4", w.c.Status().Slot)
 	}
 	data, _, _ := obs.Get("/half")
-	if !strings.Contains(string(data), `"layout": "`+LayoutV3+`"`) || !strings.Contains(string(data), `"datacenters": "4"`) {
+	if !strings.Contains(string(data), `"layout": "`+tree.LayoutV3+`"`) || !strings.Contains(string(data), `"datacenters": "4"`) {
 		t.Fatalf("finished root JSON: %s", data)
 	}
-	bad := RootInfo{Layout: Layout, EpochMs: snowflake.Epoch, Bits: info.Bits, Datacenters: "1"}
-	if err := bad.Compatible(); !errors.Is(err, ErrLayoutMismatch) {
+	bad := tree.RootInfo{Layout: tree.Layout, EpochMs: snowflake.Epoch, Bits: info.Bits, Datacenters: "1"}
+	if err := bad.Compatible(); !errors.Is(err, tree.ErrLayoutMismatch) {
 		t.Fatalf("a v2 root naming ranges: %v; want ErrLayoutMismatch", err)
 	}
 }

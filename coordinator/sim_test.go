@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/zktest"
@@ -287,7 +288,7 @@ func TestSimChurn(t *testing.T) {
 			}
 		}
 		held := zklayout.Holders(names)
-		sm, err := ReadSlotMap(obs, cfg.Root)
+		sm, err := tree.ReadSlotMap(obs, cfg.Root)
 		if err != nil {
 			t.Fatal(err)
 		}

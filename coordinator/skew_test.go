@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
@@ -56,8 +57,8 @@ func TestFloorAtClaimIsLastMs(t *testing.T) {
 	acl := zk.WorldACL(zk.PermAll)
 	makeRoot(t, obs, root, acl)
 	now := time.Now().UnixMilli()
-	old := SlotRecord{ReservedUntilMs: now - 5000, LastMs: now + 1500, Holder: "_c_00000000000000000000000000000000-dc03-m04-0000000007", UpdatedMs: now}
-	if _, err := obs.Set(zklayout.SlotPath(root, testSlot), encodeSlot(old), -1); err != nil {
+	old := tree.SlotRecord{ReservedUntilMs: now - 5000, LastMs: now + 1500, Holder: "_c_00000000000000000000000000000000-dc03-m04-0000000007", UpdatedMs: now}
+	if _, err := obs.Set(zklayout.SlotPath(root, testSlot), tree.EncodeSlot(old), -1); err != nil {
 		t.Fatal(err)
 	}
 	rec := newRecorder()

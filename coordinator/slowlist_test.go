@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/integration/faultproxy"
 )
 
@@ -29,7 +30,7 @@ func TestSlowStandbyListingKeepsCeiling(t *testing.T) {
 	w := startWorker(t, "W", cfg, newRecorder())
 	w.waitReady(10 * time.Second)
 
-	standby := StandbyPath(cfg.Root) + "/" + standbyName(newGUID(), testSlot.Datacenter, 0x5107)
+	standby := tree.StandbyPath(cfg.Root) + "/" + tree.StandbyName(tree.NewGUID(), testSlot.Datacenter, 0x5107)
 	if err := standbyDir(obs, cfg.Root, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}

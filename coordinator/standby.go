@@ -2,20 +2,14 @@ package coordinator
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // Standbys make themselves visible, so that holders shorten their
@@ -47,126 +41,11 @@ import (
 // before trying again (the failure is logged once per try).
 const standbyRetry = 30 * time.Second
 
-// StandbyPath is the parent of the standby nodes.
-func StandbyPath(root string) string { return path.Join(root, "standby") }
-
-// standbyAny is the name prefix of a standby that takes any slot.
-const standbyAny = "any"
-
-// guidLen is the length of a protected node's GUID (32 hex digits).
-const guidLen = 32
-
-// newGUID is a fresh GUID for a protected node's name.
-func newGUID() string {
-	var g [guidLen / 2]byte
-	_, _ = rand.Read(g[:])
-	return hex.EncodeToString(g[:])
-}
-
-// standbyName is the node name of a standby of datacenter dc (-1: any) on
-// session sid, made by the create of guid.
-func standbyName(guid string, dc int, sid int64) string {
-	rng := standbyAny
-	if dc >= 0 {
-		rng = fmt.Sprintf("dc%02d", dc)
-	}
-	return fmt.Sprintf("%s%s-%s-s%016x", protectedPrefix, guid, rng, uint64(sid))
-}
-
-// ParseStandbyName is the datacenter a standby node waits for, -1 for any
-// slot.
-func ParseStandbyName(name string) (int, error) {
-	dc, _, _, err := parseStandby(name)
-	return dc, err
-}
-
-// parseStandby splits a standby node's name: the datacenter it waits for
-// (-1: any), the GUID of its create ("" in a name without one) and the
-// session it was made on.
-func parseStandby(name string) (dc int, guid string, sid int64, err error) {
-	rest := name
-	if strings.HasPrefix(rest, protectedPrefix) {
-		g := strings.TrimPrefix(rest, protectedPrefix)
-		if len(g) <= guidLen || g[guidLen] != '-' {
-			return 0, "", 0, fmt.Errorf("standby node %q: want %s<guid>-dcNN-s<session> or %s<guid>-any-s<session>", name, protectedPrefix, protectedPrefix)
-		}
-		guid, rest = g[:guidLen], g[guidLen+1:]
-	}
-	rng, sess, ok := strings.Cut(rest, "-s")
-	if !ok {
-		return 0, "", 0, fmt.Errorf("standby node %q: want %s<guid>-dcNN-s<session> or %s<guid>-any-s<session>", name, protectedPrefix, protectedPrefix)
-	}
-	u, err := strconv.ParseUint(sess, 16, 64)
-	if err != nil {
-		return 0, "", 0, fmt.Errorf("standby node %q: session %q is not hex", name, sess)
-	}
-	if rng == standbyAny {
-		return -1, guid, int64(u), nil
-	}
-	if !strings.HasPrefix(rng, "dc") {
-		return 0, "", 0, fmt.Errorf("standby node %q: range %q is neither dcNN nor any", name, rng)
-	}
-	dc, err = strconv.Atoi(rng[2:])
-	if err != nil || dc < 0 || dc > snowflake.MaxDatacenter {
-		return 0, "", 0, fmt.Errorf("standby node %q: datacenter %q is out of range 0..%d", name, rng[2:], snowflake.MaxDatacenter)
-	}
-	return dc, guid, int64(u), nil
-}
-
-// StandbyInfo is one waiting standby, for the slot map.
-type StandbyInfo struct {
-	// Node is the node's name in standby/.
-	Node string `json:"node"`
-	// Datacenter is the datacenter it waits for, -1 for any slot.
-	Datacenter int `json:"datacenter"`
-	// Addr, HTTP, Host, PID, Version and Since are as in its lease nodes.
-	Addr    string    `json:"addr,omitempty"`
-	HTTP    string    `json:"http,omitempty"`
-	Host    string    `json:"host,omitempty"`
-	PID     int       `json:"pid,omitempty"`
-	Version string    `json:"version,omitempty"`
-	Since   time.Time `json:"since"`
-	// Kind and Program are as in its lease nodes.
-	Kind    string `json:"kind"`
-	Program string `json:"program,omitempty"`
-}
-
-// readStandbys lists standby/ and reads each node; none when it is absent.
-func readStandbys(conn *zk.Conn, root string) ([]StandbyInfo, error) {
-	names, _, err := conn.Children(StandbyPath(root))
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", StandbyPath(root), err)
-	}
-	sort.Strings(names)
-	out := make([]StandbyInfo, 0, len(names))
-	for _, n := range names {
-		dc, err := ParseStandbyName(n)
-		if err != nil {
-			continue // not ours
-		}
-		data, _, err := conn.Get(path.Join(StandbyPath(root), n))
-		if errors.Is(err, zk.ErrNoNode) {
-			continue // it took a slot meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read standby %s: %w", n, err)
-		}
-		var d zklayout.LeaseData
-		_ = json.Unmarshal(data, &d)
-		out = append(out, StandbyInfo{Node: n, Datacenter: dc, Addr: d.Addr, HTTP: d.HTTP,
-			Host: d.Host, PID: d.PID, Version: d.Version, Since: d.Since, Kind: zklayout.LeaseKind(d.Kind), Program: d.Program})
-	}
-	return out, nil
-}
-
 // standbyCounts reports whether a standby named in names could take a slot
 // of datacenter dc: one pinned to dc, or one that takes any slot.
 func standbyCounts(names []string, dc int) bool {
 	for _, n := range names {
-		if sdc, err := ParseStandbyName(n); err == nil && (sdc == -1 || sdc == dc) {
+		if sdc, err := tree.ParseStandbyName(n); err == nil && (sdc == -1 || sdc == dc) {
 			return true
 		}
 	}
@@ -187,9 +66,9 @@ func (s *claimer) showStandby(ctx context.Context) {
 	if s.standbyNode != "" {
 		s.hideStandby(ctx) // made on a session since gone: delete it, should it be ours still
 	}
-	dir := StandbyPath(c.cfg.Root)
-	guid := newGUID()
-	p := dir + "/" + standbyName(guid, c.cfg.Datacenter, sid)
+	dir := tree.StandbyPath(c.cfg.Root)
+	guid := tree.NewGUID()
+	p := dir + "/" + tree.StandbyName(guid, c.cfg.Datacenter, sid)
 	data := zklayout.EncodeLease(c.leaseData(time.Now()))
 	s.trackStandby(guid, sid)
 	create := func() error {
@@ -256,7 +135,7 @@ func (s *claimer) ownStandby(name string) bool {
 	if s.standbyNode != "" && name == path.Base(s.standbyNode) {
 		return false
 	}
-	_, guid, sid, err := parseStandby(name)
+	_, guid, sid, err := tree.ParseStandby(name)
 	if err != nil {
 		return false
 	}
@@ -297,7 +176,7 @@ func (s *claimer) hideStandby(ctx context.Context) {
 	}
 	var names []string
 	if err := s.call(ctx, 0, func() (err error) {
-		names, _, err = s.conn.Children(StandbyPath(s.c.cfg.Root))
+		names, _, err = s.conn.Children(tree.StandbyPath(s.c.cfg.Root))
 		return err
 	}); err != nil {
 		return // the orphan tick looks again
@@ -314,8 +193,8 @@ func (s *claimer) cleanStandbys(ctx context.Context, names []string) {
 		if !s.ownStandby(n) {
 			continue
 		}
-		_, guid, _, _ := parseStandby(n)
-		p := StandbyPath(s.c.cfg.Root) + "/" + n
+		_, guid, _, _ := tree.ParseStandby(n)
+		p := tree.StandbyPath(s.c.cfg.Root) + "/" + n
 		if s.deleteStandby(ctx, p, guid) {
 			s.c.log.Info("deleted a standby node of ours left behind", "path", p)
 		} else {
@@ -342,7 +221,7 @@ func (s *claimer) listStandbys(ctx context.Context) {
 		go func() {
 			var names []string
 			err := s.call(ctx, 0, func() (err error) {
-				names, _, err = s.conn.Children(StandbyPath(s.c.cfg.Root))
+				names, _, err = s.conn.Children(tree.StandbyPath(s.c.cfg.Root))
 				return err
 			})
 			r := standbyListing{err: err}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -52,7 +53,7 @@ func TestStandbyShortensReservation(t *testing.T) {
 	b := startWorker(t, "B", cfg, rec) // its only slot is A's: it stands by
 	var shown time.Time
 	waitFor(t, 10*time.Second, "B's standby node", func() bool {
-		names, _, err := obs.Children(StandbyPath(cfg.Root))
+		names, _, err := obs.Children(tree.StandbyPath(cfg.Root))
 		shown = time.Now()
 		return err == nil && len(names) == 1
 	})
@@ -73,7 +74,7 @@ func TestStandbyShortensReservation(t *testing.T) {
 	if st := b.c.Status().State; st != StateStandby {
 		t.Fatalf("B is %s, want standby", st)
 	}
-	m, err := ReadSlotMap(obs, cfg.Root)
+	m, err := tree.ReadSlotMap(obs, cfg.Root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,14 +104,14 @@ func TestStandbyOfOtherDatacenterIgnored(t *testing.T) {
 	if err := standbyDir(obs, cfg.Root, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := obs.Create(StandbyPath(cfg.Root)+"/"+standbyName(newGUID(), 5, 0x1234), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := obs.Create(tree.StandbyPath(cfg.Root)+"/"+tree.StandbyName(tree.NewGUID(), 5, 0x1234), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(4 * cfg.Renew)
 	if d := ahead(t, obs, cfg.Root, testSlot); d < cfg.Horizon-cfg.Renew-200*time.Millisecond {
 		t.Fatalf("a standby of dc05 shortened dc03's reservation to %v", d)
 	}
-	if _, err := obs.Create(StandbyPath(cfg.Root)+"/"+standbyName(newGUID(), 3, 0x1234), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := obs.Create(tree.StandbyPath(cfg.Root)+"/"+tree.StandbyName(tree.NewGUID(), 3, 0x1234), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 2*cfg.Renew+500*time.Millisecond, "dc03's reservation shortened by a dc03 standby", func() bool {
@@ -191,7 +192,7 @@ func TestStandbyNodeOfOurSessionDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := a.c.conn.Load()
-	p := StandbyPath(cfg.Root) + "/" + standbyName(newGUID(), -1, conn.SessionID())
+	p := tree.StandbyPath(cfg.Root) + "/" + tree.StandbyName(tree.NewGUID(), -1, conn.SessionID())
 	if _, err := conn.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -221,24 +222,24 @@ func TestStandbyNodeDeleteFailedThenDeleted(t *testing.T) {
 	}
 	b := startWorker(t, "B", cfg, rec)
 	waitFor(t, 10*time.Second, "B's standby node", func() bool {
-		names, _, err := obs.Children(StandbyPath(cfg.Root))
+		names, _, err := obs.Children(tree.StandbyPath(cfg.Root))
 		return err == nil && len(names) == 1
 	})
 	a.Stop()
 	b.waitReady(10 * time.Second)
 	time.Sleep(3 * cfg.Renew)
-	names, _, err := obs.Children(StandbyPath(cfg.Root))
+	names, _, err := obs.Children(tree.StandbyPath(cfg.Root))
 	if err != nil || len(names) != 1 {
 		t.Fatalf("standby/ holds %q (%v); want B's node, whose delete standby/ refused", names, err)
 	}
 	if !fullHorizon(t, obs, cfg.Config, testSlot) {
 		t.Errorf("B shortened its reservation to %v for its own standby node", ahead(t, obs, cfg.Root, testSlot))
 	}
-	if _, err := obs.SetACL(StandbyPath(cfg.Root), zk.WorldACL(zk.PermAll), -1); err != nil {
+	if _, err := obs.SetACL(tree.StandbyPath(cfg.Root), zk.WorldACL(zk.PermAll), -1); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, orphanRelist+2*time.Second, "B's standby node deleted", func() bool {
-		names, _, err := obs.Children(StandbyPath(cfg.Root))
+		names, _, err := obs.Children(tree.StandbyPath(cfg.Root))
 		return err == nil && len(names) == 0
 	})
 	rec.checkDisjoint(t)
@@ -256,13 +257,13 @@ func TestStandbyAvoidingFreeSlotUnseen(t *testing.T) {
 	a.waitReady(10 * time.Second)
 	other := snowflake.Slot{Datacenter: 3, Machine: 5}
 	now := time.Now().UnixMilli()
-	if _, err := obs.Set(zklayout.SlotPath(cfg.Root, other), encodeSlot(SlotRecord{ReservedUntilMs: now + time.Hour.Milliseconds(), UpdatedMs: now}), -1); err != nil {
+	if _, err := obs.Set(zklayout.SlotPath(cfg.Root, other), tree.EncodeSlot(tree.SlotRecord{ReservedUntilMs: now + time.Hour.Milliseconds(), UpdatedMs: now}), -1); err != nil {
 		t.Fatal(err)
 	}
 	b := startWorker(t, "B", pinned(cfg.Config, testSlot, other), nil)
 	waitFor(t, 10*time.Second, "B standing by", func() bool { return b.c.Status().State == StateStandby })
 	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if names, _, _ := obs.Children(StandbyPath(cfg.Root)); len(names) != 0 {
+		if names, _, _ := obs.Children(tree.StandbyPath(cfg.Root)); len(names) != 0 {
 			t.Fatalf("B, which avoids the free slot %s, shows itself: standby/ holds %q", other, names)
 		}
 		if !fullHorizon(t, obs, cfg.Config, testSlot) {
@@ -270,13 +271,13 @@ func TestStandbyAvoidingFreeSlotUnseen(t *testing.T) {
 		}
 	}
 	// Every slot B may take held: it shows itself.
-	if _, err := obs.Set(zklayout.SlotPath(cfg.Root, other), encodeSlot(SlotRecord{ReservedUntilMs: now, UpdatedMs: now}), -1); err != nil {
+	if _, err := obs.Set(zklayout.SlotPath(cfg.Root, other), tree.EncodeSlot(tree.SlotRecord{ReservedUntilMs: now, UpdatedMs: now}), -1); err != nil {
 		t.Fatal(err)
 	}
 	c := startWorker(t, "C", pinned(cfg.Config, other), nil)
 	c.waitReady(15 * time.Second)
 	waitFor(t, 15*time.Second, "B's standby node once both slots are held", func() bool {
-		names, _, err := obs.Children(StandbyPath(cfg.Root))
+		names, _, err := obs.Children(tree.StandbyPath(cfg.Root))
 		return err == nil && len(names) == 1
 	})
 }
@@ -295,15 +296,15 @@ func TestParseStandbyName(t *testing.T) {
 		{"_c_" + g + "-any-s0100000ae6700002", -1, g, 0x0100000ae6700002},
 		{"dc31-s00000000000000ab", 31, "", 0xab},
 		{"any-s0000000000001234", -1, "", 0x1234},
-		{standbyName(g, 3, 0x1234), 3, g, 0x1234},
+		{tree.StandbyName(g, 3, 0x1234), 3, g, 0x1234},
 	} {
-		dc, guid, sid, err := parseStandby(c.name)
+		dc, guid, sid, err := tree.ParseStandby(c.name)
 		if err != nil || dc != c.dc || guid != c.guid || sid != c.sid {
 			t.Errorf("parseStandby(%q) = %d, %q, %x, %v; want %d, %q, %x", c.name, dc, guid, sid, err, c.dc, c.guid, c.sid)
 		}
 	}
 	for _, bad := range []string{"", "dc32-s00", "_c_" + g + "dc07-s00", "_c_short-dc07-s00", "xy-s00", "dc07-sZZ", "dc07"} {
-		if _, err := ParseStandbyName(bad); err == nil {
+		if _, err := tree.ParseStandbyName(bad); err == nil {
 			t.Errorf("ParseStandbyName(%q) accepted", bad)
 		}
 	}

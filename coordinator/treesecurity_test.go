@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -22,9 +23,9 @@ const (
 )
 
 // secureScheme is the two-identity scheme of the tests.
-func secureScheme(t testing.TB) FleetACL {
+func secureScheme(t testing.TB) tree.FleetACL {
 	t.Helper()
-	s, err := NewFleetACL(testOperator, testWorker)
+	s, err := tree.NewFleetACL(testOperator, testWorker)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +46,10 @@ func dialAs(t testing.TB, addr, auth string) *zk.Conn {
 // initSecure makes root as snowflakectl init with both identities does.
 func initSecure(t testing.TB, addr, root string) {
 	t.Helper()
-	ic := DefaultInitConfig()
+	ic := tree.DefaultInitConfig()
 	ic.Root, ic.ACL, ic.NewFleet = root, secureScheme(t), true
-	ic.MaxHorizon, ic.MaxSkew = DefaultMaxHorizon, 24*time.Hour
-	if _, err := InitRoot(context.Background(), dialAs(t, addr, testOperator), ic); err != nil {
+	ic.MaxHorizon, ic.MaxSkew = tree.DefaultMaxHorizon, 24*time.Hour
+	if _, err := tree.InitRoot(context.Background(), dialAs(t, addr, testOperator), ic); err != nil {
 		t.Fatalf("init %s: %v", root, err)
 	}
 }
@@ -82,7 +83,7 @@ func TestLeastPrivilegeACLs(t *testing.T) {
 		}
 	}
 	// The world: reads everything, writes nothing.
-	if _, err := ReadSlotMap(world, root); err != nil {
+	if _, err := tree.ReadSlotMap(world, root); err != nil {
 		t.Errorf("the world cannot read the slot map: %v", err)
 	}
 	_, err := world.Set(sl, []byte(`{"reserved_until_ms":1}`), -1)
@@ -90,7 +91,7 @@ func TestLeastPrivilegeACLs(t *testing.T) {
 	refused("world", "delete of a lease node", world.Delete(lease, -1))
 	_, err = world.Create(zklayout.LeasesPath(root)+"/dc00-m00-0000000001", []byte(`{"addr":"rogue:6379"}`), zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	refused("world", "create of a fake lease node", err)
-	_, err = world.Create(StandbyPath(root)+"/x", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
+	_, err = world.Create(tree.StandbyPath(root)+"/x", nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll))
 	refused("world", "create in standby/", err)
 	_, err = world.Set(lease, []byte(`{"addr":"rogue:6379"}`), -1)
 	refused("world", "set of a lease node", err)
@@ -106,7 +107,7 @@ func TestLeastPrivilegeACLs(t *testing.T) {
 	refused("worker", "set ACL of a slot node", err)
 	_, err = wk.Create(root+"/extra", nil, 0, zk.WorldACL(zk.PermAll))
 	refused("worker", "create under the root", err)
-	p, err := wk.Create(zklayout.LeasesPath(root)+"/probe-", nil, zk.FlagEphemeral|zk.FlagSequence, ACL(testWorker))
+	p, err := wk.Create(zklayout.LeasesPath(root)+"/probe-", nil, zk.FlagEphemeral|zk.FlagSequence, tree.ACL(testWorker))
 	if err != nil {
 		t.Errorf("worker create in leases/: %v", err)
 	} else if err := wk.Delete(p, -1); err != nil {
@@ -119,10 +120,10 @@ func TestLeastPrivilegeACLs(t *testing.T) {
 		path string
 		want []zk.ACL
 	}{{root, scheme.Root()}, {zklayout.LeasesPath(root), scheme.Parent()}, {zklayout.SlotsPath(root), scheme.Root()},
-		{StandbyPath(root), scheme.Parent()}, {sl, scheme.Slot()}, {lease, ACL(testWorker)}} {
+		{tree.StandbyPath(root), scheme.Parent()}, {sl, scheme.Slot()}, {lease, tree.ACL(testWorker)}} {
 		have, _, err := op.GetACL(c.path)
-		if err != nil || !sameACL(have, c.want) {
-			t.Errorf("ACL of %s: %s (%v), want %s", c.path, FormatACL(have), err, FormatACL(c.want))
+		if err != nil || !tree.SameACL(have, c.want) {
+			t.Errorf("ACL of %s: %s (%v), want %s", c.path, tree.FormatACL(have), err, tree.FormatACL(c.want))
 		}
 	}
 	// The operator owns the tree.
@@ -152,18 +153,18 @@ func TestWorkerRefusesWorldWritableTree(t *testing.T) {
 	initFleet(t, insecure) // world cdrwa, as --zk-insecure makes it
 	cfg := secureConfig(zs.Addr(), root)
 	err, c := runUntilErr(t, cfg)
-	if !errors.Is(err, ErrUntrustedTree) || !strings.Contains(err.Error(), "snowflakectl secure") ||
+	if !errors.Is(err, tree.ErrUntrustedTree) || !strings.Contains(err.Error(), "snowflakectl secure") ||
 		!strings.Contains(err.Error(), "the world may write it") || c.Status().Claims != 0 {
 		t.Fatalf("worker with credentials on a world-writable tree: %v (claims %d); want ErrUntrustedTree naming snowflakectl secure, nothing claimed",
 			err, c.Status().Claims)
 	}
 
 	op := dialAs(t, zs.Addr(), testOperator)
-	res, err := SecureTree(context.Background(), op, root, secureScheme(t))
+	res, err := tree.SecureTree(context.Background(), op, root, secureScheme(t))
 	if err != nil || len(res.Changed) < 4+1024 {
 		t.Fatalf("secure: %d changed, made %v, %v; want the root, leases/, slots/, standby/ and 1,024 slot nodes", len(res.Changed), res.Made, err)
 	}
-	again, err := SecureTree(context.Background(), op, root, secureScheme(t))
+	again, err := tree.SecureTree(context.Background(), op, root, secureScheme(t))
 	if err != nil || len(again.Changed) != 0 || len(again.Made) != 0 || again.Checked < 4+1024 {
 		t.Fatalf("secure again: %+v, %v; want nothing changed", again, err)
 	}
@@ -177,7 +178,7 @@ func TestWorkerRefusesWorldWritableTree(t *testing.T) {
 	// An identity the tree does not grant what a worker needs is refused too.
 	stranger := cfg
 	stranger.Auth = "stranger:pw"
-	if err, _ := runUntilErr(t, stranger); !errors.Is(err, ErrUntrustedTree) || !strings.Contains(err.Error(), "lacks") {
+	if err, _ := runUntilErr(t, stranger); !errors.Is(err, tree.ErrUntrustedTree) || !strings.Contains(err.Error(), "lacks") {
 		t.Fatalf("worker whose identity the tree does not grant: %v; want ErrUntrustedTree saying what it lacks", err)
 	}
 }
@@ -192,15 +193,15 @@ func TestInitRefusesForeignRoot(t *testing.T) {
 	if _, err := world.Create("/squat", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := attacker.Create("/owned", nil, 0, ACL("mallory:pw")); err != nil {
+	if _, err := attacker.Create("/owned", nil, 0, tree.ACL("mallory:pw")); err != nil {
 		t.Fatal(err)
 	}
 	op := dialAs(t, zs.Addr(), testOperator)
 	for _, root := range []string{"/squat", "/owned"} {
-		ic := DefaultInitConfig()
+		ic := tree.DefaultInitConfig()
 		ic.Root, ic.ACL, ic.NewFleet = root, secureScheme(t), true
-		_, err := InitRoot(context.Background(), op, ic)
-		if !errors.Is(err, ErrForeignNode) || !strings.Contains(err.Error(), root) {
+		_, err := tree.InitRoot(context.Background(), op, ic)
+		if !errors.Is(err, tree.ErrForeignNode) || !strings.Contains(err.Error(), root) {
 			t.Errorf("init over %s made by another: %v; want ErrForeignNode naming it", root, err)
 		}
 		if data, st, _ := op.Get(root); len(data) != 0 || st.NumChildren != 0 {
@@ -212,9 +213,9 @@ func TestInitRefusesForeignRoot(t *testing.T) {
 	if _, err := op.Create("/mine", nil, 0, secureScheme(t).Root()); err != nil {
 		t.Fatal(err)
 	}
-	ic := DefaultInitConfig()
+	ic := tree.DefaultInitConfig()
 	ic.Root, ic.ACL, ic.NewFleet = "/mine", secureScheme(t), true
-	if res, err := InitRoot(context.Background(), op, ic); err != nil || !res.Made {
+	if res, err := tree.InitRoot(context.Background(), op, ic); err != nil || !res.Made {
 		t.Fatalf("init over an empty root with the fleet's ACL: %+v, %v; want made", res, err)
 	}
 }
@@ -228,11 +229,11 @@ func TestDecoysAndJunkDoNotStopStart(t *testing.T) {
 	root := "/real"
 	initSecure(t, zs.Addr(), root)
 	world := dialAs(t, zs.Addr(), "")
-	all := rootInfo(LayoutV3, time.Now())
+	all := tree.NewRootInfo(tree.LayoutV3, time.Now())
 	all.Datacenters = "0-31"
-	broken := rootInfo(LayoutV3, time.Now())
+	broken := tree.NewRootInfo(tree.LayoutV3, time.Now())
 	broken.Datacenters = "nonsense"
-	for p, data := range map[string][]byte{"/decoy": encodeRoot(all), "/deep": nil, "/deep/in/side": nil, "/deep/in/side/decoy": encodeRoot(broken)} {
+	for p, data := range map[string][]byte{"/decoy": tree.EncodeRoot(all), "/deep": nil, "/deep/in/side": nil, "/deep/in/side/decoy": tree.EncodeRoot(broken)} {
 		if err := mkdirs(world, p, data); err != nil {
 			t.Fatal(err)
 		}
@@ -250,14 +251,14 @@ func TestDecoysAndJunkDoNotStopStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	scan, err := ScanFleets(world, 0)
+	scan, err := tree.ScanFleets(world, 0)
 	if err != nil || scan.Nodes <= junk {
 		t.Fatalf("scan: %d nodes, %v; want all of them read", scan.Nodes, err)
 	}
 	// The bound is time: a scan whose deadline passed stops reading.
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
-	if part, err := ScanFleetsCtx(ended, world, 0); !errors.Is(err, context.Canceled) || part.Nodes != 0 {
+	if part, err := tree.ScanFleetsCtx(ended, world, 0); !errors.Is(err, context.Canceled) || part.Nodes != 0 {
 		t.Fatalf("scan with its time up: %d nodes read, %v; want none, context.Canceled", part.Nodes, err)
 	}
 	trusted := scan.OnlyTrusted()
@@ -340,7 +341,7 @@ func TestClaimRefusesSlotLoosenedWhileRunning(t *testing.T) {
 	a.Stop()
 	select {
 	case err := <-b.done:
-		if !errors.Is(err, ErrSlotsRefused) || !errors.Is(err, ErrUntrustedTree) || !strings.Contains(err.Error(), "snowflakectl secure") {
+		if !errors.Is(err, ErrSlotsRefused) || !errors.Is(err, tree.ErrUntrustedTree) || !strings.Contains(err.Error(), "snowflakectl secure") {
 			t.Fatalf("B's Run: %v; want ErrSlotsRefused wrapping ErrUntrustedTree, naming snowflakectl secure", err)
 		}
 	case <-time.After(20 * time.Second):

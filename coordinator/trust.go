@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -31,7 +32,7 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 	if auth == "" {
 		return nil
 	}
-	me, err := digestID(auth)
+	me, err := tree.DigestID(auth)
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 		perms int32
 	}
 	needs := []need{{root, zk.PermRead}, {zklayout.LeasesPath(root), zk.PermCreate | zk.PermDelete | zk.PermRead},
-		{zklayout.SlotsPath(root), zk.PermRead}, {StandbyPath(root), zk.PermCreate | zk.PermDelete}}
+		{zklayout.SlotsPath(root), zk.PermRead}, {tree.StandbyPath(root), zk.PermCreate | zk.PermDelete}}
 	for _, sl := range s.candidates() {
 		needs = append(needs, need{zklayout.SlotPath(root, sl), zk.PermRead | zk.PermWrite})
 	}
@@ -55,7 +56,7 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 		bad  []string
 		gone []string
 	)
-	err = s.call(ctx, scanTimeout, func() error {
+	err = s.call(ctx, tree.ScanTimeout, func() error {
 		return zkconn.ForEach(paths, func(p string) error {
 			acl, _, err := s.conn.GetACL(p)
 			if errors.Is(err, zk.ErrNoNode) {
@@ -69,14 +70,14 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 			}
 			why := ""
 			switch {
-			case worldWrites(acl):
+			case tree.WorldWrites(acl):
 				why = "the world may write it"
-			case grants(acl, me.ID)&want[p] != want[p]:
-				why = fmt.Sprintf("our identity %s lacks %s on it", zkconn.Redact(auth), permString(want[p]&^grants(acl, me.ID)))
+			case tree.Grants(acl, me.ID)&want[p] != want[p]:
+				why = fmt.Sprintf("our identity %s lacks %s on it", zkconn.Redact(auth), tree.PermString(want[p]&^tree.Grants(acl, me.ID)))
 			}
 			if why != "" {
 				mu.Lock()
-				bad = append(bad, fmt.Sprintf("%s (ACL %s: %s)", p, FormatACL(acl), why))
+				bad = append(bad, fmt.Sprintf("%s (ACL %s: %s)", p, tree.FormatACL(acl), why))
 				mu.Unlock()
 			}
 			return nil
@@ -86,7 +87,7 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 		return fmt.Errorf("check the tree's ACLs: %w", err)
 	}
 	for _, p := range gone {
-		if p == StandbyPath(root) {
+		if p == tree.StandbyPath(root) {
 			s.c.log.Warn("standby/ is missing: standbys stay unseen (holders keep their full horizon)", "fix", "snowflakectl secure makes it")
 		}
 	}
@@ -96,7 +97,7 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 			more = fmt.Sprintf(" and %d more", len(bad)-3)
 			bad = bad[:3]
 		}
-		return fmt.Errorf("%w: refusing to serve from root %s: %v%s; %s", ErrUntrustedTree, root, bad, more, secureHint)
+		return fmt.Errorf("%w: refusing to serve from root %s: %v%s; %s", tree.ErrUntrustedTree, root, bad, more, secureHint)
 	}
 	return nil
 }
@@ -111,8 +112,8 @@ func (s *claimer) slotTrusted(ctx context.Context, sl snowflake.Slot) error {
 	p := zklayout.SlotPath(s.c.cfg.Root, sl)
 	var acl []zk.ACL
 	err := s.call(ctx, 0, func() (err error) { acl, _, err = s.conn.GetACL(p); return })
-	if err != nil || !worldWrites(acl) {
+	if err != nil || !tree.WorldWrites(acl) {
 		return nil // a read error is met again by the claim's own read
 	}
-	return fmt.Errorf("%w: slot node %s has ACL %s: the world may write it; %s", ErrUntrustedTree, p, FormatACL(acl), secureHint)
+	return fmt.Errorf("%w: slot node %s has ACL %s: the world may write it; %s", tree.ErrUntrustedTree, p, tree.FormatACL(acl), secureHint)
 }

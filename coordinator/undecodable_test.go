@@ -12,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -104,7 +105,7 @@ func TestUndecodableSlotNode(t *testing.T) {
 
 	// The map still reads, with the two overwritten nodes named as damaged
 	// and every other slot node decoded.
-	m, err := ReadSlotMap(obs, root)
+	m, err := tree.ReadSlotMap(obs, root)
 	if err != nil {
 		t.Fatalf("ReadSlotMap with two undecodable slot nodes: %v", err)
 	}

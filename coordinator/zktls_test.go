@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/zktest"
@@ -48,7 +49,7 @@ func TestClaimRenewReleaseOverTLS(t *testing.T) {
 	}
 	defer obs.Close()
 	waitFor(t, 15*time.Second, "observer's session over TLS", func() bool { return obs.State() == zk.StateHasSession })
-	m, err := ReadSlotMap(obs, cfg.Root)
+	m, err := tree.ReadSlotMap(obs, cfg.Root)
 	if err != nil {
 		t.Fatal(err)
 	}

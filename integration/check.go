@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -137,7 +138,7 @@ type checkInput struct {
 	statuses        []holding           // every running worker, now
 	unreachable     []string            // running workers whose /status failed, now
 	leases          []string            // leases/ as ZooKeeper lists it, now
-	slots           map[snowflake.Slot]coordinator.SlotRecord
+	slots           map[snowflake.Slot]tree.SlotRecord
 }
 
 // Check gathers the collector's IDs, the monitor's ceilings, the workers'
@@ -178,9 +179,9 @@ func Check(ctx context.Context, st *Stack, col *Collector, mon *Monitor, until t
 		return Verdict{Problems: append(problems, "dial ZooKeeper: "+err.Error())}
 	}
 	defer conn.Close()
-	var sm coordinator.SlotMap
+	var sm tree.SlotMap
 	for try := 0; ; try++ {
-		sm, err = coordinator.ReadSlotMap(conn, zkRoot)
+		sm, err = tree.ReadSlotMap(conn, zkRoot)
 		if err == nil {
 			in.slots = sm.Slots
 			in.leases, _, err = conn.Children(zklayout.LeasesPath(zkRoot))

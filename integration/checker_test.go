@@ -15,6 +15,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -104,7 +105,7 @@ func TestEvaluateCatchesFaults(t *testing.T) {
 			until:    t0.Add(time.Hour),
 			statuses: []holding{{"worker_1", serving(lease(7), ms-100, ms+5000)}},
 			leases:   []string{lease(7)},
-			slots:    map[snowflake.Slot]coordinator.SlotRecord{slot: {ReservedUntilMs: ms + 5000, Holder: lease(7)}},
+			slots:    map[snowflake.Slot]tree.SlotRecord{slot: {ReservedUntilMs: ms + 5000, Holder: lease(7)}},
 		}
 	}
 	if v := Evaluate(good()); len(v.Problems) != 0 || v.Ceilings.Checked != 2 {
@@ -121,7 +122,7 @@ func TestEvaluateCatchesFaults(t *testing.T) {
 			in.statuses = append(in.statuses, holding{"worker_2", workerStatus{State: coordinator.StateDisconnected, Slot: "dc03-m01", LeaseNode: lease(5), FloorMs: ms - 900, CeilingMs: ms + 100}})
 		},
 		"ceiling above the stored reservation": func(in *checkInput) {
-			in.slots[slot] = coordinator.SlotRecord{ReservedUntilMs: ms + 4000}
+			in.slots[slot] = tree.SlotRecord{ReservedUntilMs: ms + 4000}
 		},
 		"ID above the ceiling polled after it arrived": func(in *checkInput) {
 			in.samples["c1"][1].CeilingMs = ms - 1

@@ -7,14 +7,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // initReach is what a root made by Stack.Init without --new-fleet reserves
 // past its make: the default max horizon and the suite's 10 s skew bound.
-const initReach = coordinator.DefaultMaxHorizon + 10*time.Second
+const initReach = tree.DefaultMaxHorizon + 10*time.Second
 
 // zkCluster is the three ZooKeeper containers and their IDs.
 func (e env) zkCluster() ([]Container, []string) {
@@ -101,7 +101,7 @@ func slotNodeEmptied(e env) result {
 	_, err = WaitServing(e.ctx, e.st, 3, recoveryBound)
 	e.must(err, "the fleet after "+w.Short()+"'s restart")
 	back := time.Now()
-	sm, err := coordinator.ReadSlotMap(conn, zkRoot)
+	sm, err := tree.ReadSlotMap(conn, zkRoot)
 	e.must(err, "read the slot map")
 	if sm.Damaged[sl] == "" {
 		e.t.Errorf("slot %s, its node emptied by hand, is not shown as damaged", sl)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -103,7 +104,7 @@ func (e env) embeddedShortened(slot string) {
 	e.must(err, "dial ZooKeeper")
 	defer conn.Close()
 	e.waitFor(10*time.Second, "the embedded lease shortens its reservation to the standby horizon", func() bool {
-		sm, err := coordinator.ReadSlotMap(conn, zkRoot)
+		sm, err := tree.ReadSlotMap(conn, zkRoot)
 		rec, ok := sm.Slots[sl]
 		return err == nil && ok && rec.ReservedUntilMs-time.Now().UnixMilli() <= (standbyHorizon+renew).Milliseconds()
 	})

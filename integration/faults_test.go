@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -279,12 +280,12 @@ func sigtermZKDown(e env) result {
 }
 
 // slotRecord reads a slot node.
-func (e env) slotRecord(slot string) coordinator.SlotRecord {
+func (e env) slotRecord(slot string) tree.SlotRecord {
 	e.t.Helper()
 	conn, err := e.st.DialZK(e.ctx)
 	e.must(err, "dial ZooKeeper")
 	defer conn.Close()
-	sm, err := coordinator.ReadSlotMap(conn, zkRoot)
+	sm, err := tree.ReadSlotMap(conn, zkRoot)
 	e.must(err, "read the slot map")
 	sl, err := snowflake.ParseSlot(slot)
 	e.must(err, "parse slot")

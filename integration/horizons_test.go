@@ -17,6 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 )
 
 // The suite runs the daemon's default horizons (40 s, 5 s while a standby
@@ -81,20 +82,20 @@ func (e env) holdStandby() *Placeholders {
 	e.must(err, "dial ZooKeeper as the worker identity")
 	p := &Placeholders{conn: conn}
 	e.t.Cleanup(p.Release)
-	dir := coordinator.StandbyPath(zkRoot)
+	dir := tree.StandbyPath(zkRoot)
 	// init made it; the worker identity may not make it (no create on the
 	// root), as a worker may not.
 	if ok, _, err := conn.Exists(dir); err != nil || !ok {
 		e.t.Fatalf("%s: exists %v (%v); snowflakectl init makes it", dir, ok, err)
 	}
 	name := fmt.Sprintf("dc%02d-s%016x", datacenter, uint64(conn.SessionID()))
-	dc, err := coordinator.ParseStandbyName(name)
+	dc, err := tree.ParseStandbyName(name)
 	e.must(err, "the suite's standby node name")
 	if dc != datacenter {
 		e.t.Fatalf("standby node %s reads as datacenter %d", name, dc)
 	}
 	data, _ := json.Marshal(map[string]any{"addr": "", "host": placeholderHost, "pid": 0, "version": "integration", "since": time.Now().UTC()})
-	_, err = conn.Create(path.Join(dir, name), data, zk.FlagEphemeral, coordinator.ACL(e.st.ids.Worker))
+	_, err = conn.Create(path.Join(dir, name), data, zk.FlagEphemeral, tree.ACL(e.st.ids.Worker))
 	e.must(err, "make the suite's standby node")
 	return p
 }

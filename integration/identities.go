@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
@@ -96,7 +96,7 @@ func checkSecured(ctx context.Context, st *Stack) error {
 	}
 	defer conn.Close()
 	var open []string
-	for _, dir := range []string{zkRoot, zklayout.LeasesPath(zkRoot), zklayout.SlotsPath(zkRoot), coordinator.StandbyPath(zkRoot)} {
+	for _, dir := range []string{zkRoot, zklayout.LeasesPath(zkRoot), zklayout.SlotsPath(zkRoot), tree.StandbyPath(zkRoot)} {
 		p := dir + "/world-writes-here"
 		if _, err := conn.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
 			open = append(open, fmt.Sprintf("create %s: %v", p, err))

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -31,7 +31,7 @@ func HoldFreeSlots(ctx context.Context, st *Stack) (*Placeholders, error) {
 	if err != nil {
 		return nil, err
 	}
-	sm, err := coordinator.ReadSlotMap(conn, zkRoot)
+	sm, err := tree.ReadSlotMap(conn, zkRoot)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("read the slot map: %w", err)
@@ -47,7 +47,7 @@ func HoldFreeSlots(ctx context.Context, st *Stack) (*Placeholders, error) {
 		if held[s] {
 			continue
 		}
-		if _, err := conn.Create(zklayout.LeasePrefix(zkRoot, s), data, zk.FlagEphemeral|zk.FlagSequence, coordinator.ACL(st.ids.Worker)); err != nil {
+		if _, err := conn.Create(zklayout.LeasePrefix(zkRoot, s), data, zk.FlagEphemeral|zk.FlagSequence, tree.ACL(st.ids.Worker)); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("hold slot %s: %w", s, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -509,7 +510,7 @@ func (e env) reservation(slot string) int64 {
 	conn, err := e.st.DialZK(e.ctx)
 	e.must(err, "dial ZooKeeper")
 	defer conn.Close()
-	sm, err := coordinator.ReadSlotMap(conn, zkRoot)
+	sm, err := tree.ReadSlotMap(conn, zkRoot)
 	e.must(err, "read the slot map")
 	s, err := snowflake.ParseSlot(slot)
 	e.must(err, "parse slot")

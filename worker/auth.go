@@ -1,13 +1,9 @@
 package worker
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
-	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -26,21 +22,6 @@ import (
 // password taken out of the file stops working everywhere, not only for
 // new connections.
 
-// ErrPasswordFile: a password file is missing, unreadable, empty, holds
-// more than MaxPasswords, or can be read by others.
-var ErrPasswordFile = errors.New("bad password file")
-
-// MaxPasswords is how many passwords a password file may hold: the current
-// one and, during a rotation, the next.
-const MaxPasswords = 2
-
-// MinPasswordLen is the shortest password a password file may hold. The
-// password is for programs, never typed by a person, so length costs
-// nothing, and a short one falls to guessing (a connection per three
-// tries still makes thousands a second): refused at start rather than
-// warned about, since a warning in a log is read after the fact.
-const MinPasswordLen = 16
-
 const (
 	replyNoAuth    = "NOAUTH Authentication required."
 	replyWrongPass = "WRONGPASS invalid username-password pair or user is disabled."
@@ -54,49 +35,6 @@ const (
 // tried 1.7 million passwords a second; a guesser now pays a connection
 // (and a slot of --max-conns) per three.
 const MaxWrongPasswords = 3
-
-// ReadPasswordFile reads one password per line (at most MaxPasswords; blank
-// lines and a trailing CR are ignored). A file others may read, write or
-// run is refused (not on Windows, which has no such mode bits): a password
-// is only as secret as its file.
-func ReadPasswordFile(path string) ([][]byte, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPasswordFile, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrPasswordFile, path)
-	}
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o007 != 0 {
-		return nil, fmt.Errorf("%w: %s is accessible to others (mode %v); chmod o-rwx it", ErrPasswordFile, path, st.Mode().Perm())
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPasswordFile, err)
-	}
-	var pws [][]byte
-	for _, line := range bytes.Split(data, []byte("\n")) {
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(line) == 0 {
-			continue
-		}
-		pws = append(pws, line)
-	}
-	for i, pw := range pws {
-		if len(pw) < MinPasswordLen {
-			return nil, fmt.Errorf("%w: %s: password %d of %d is %d bytes; at least %d (say, openssl rand -base64 24)",
-				ErrPasswordFile, path, i+1, len(pws), len(pw), MinPasswordLen)
-		}
-	}
-	switch {
-	case len(pws) == 0:
-		return nil, fmt.Errorf("%w: %s holds no password", ErrPasswordFile, path)
-	case len(pws) > MaxPasswords:
-		return nil, fmt.Errorf("%w: %s holds %d passwords; at most %d, one per line (the current one and, while rotating, the next)",
-			ErrPasswordFile, path, len(pws), MaxPasswords)
-	}
-	return pws, nil
-}
 
 // auth is the server's password state.
 type auth struct {

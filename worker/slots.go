@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -17,7 +18,7 @@ import (
 // *coordinator.Coordinator, which reads it on a session of its own, not
 // the lease's.
 type slotMapReader interface {
-	ReadSlotMap(ctx context.Context) (coordinator.SlotMap, error)
+	ReadSlotMap(ctx context.Context) (tree.SlotMap, error)
 	Root() string
 }
 
@@ -115,10 +116,10 @@ func (s *Server) slotsView(ctx context.Context, sem chan struct{}) SlotsView {
 // classify fills v from the map read: each slot's state and details. The
 // fleet's datacenters are those its root owns (all 32 for a root made
 // without ranges); a slot outside them belongs to no one here.
-func classify(v SlotsView, m coordinator.SlotMap) SlotsView {
+func classify(v SlotsView, m tree.SlotMap) SlotsView {
 	owned := m.Owned
 	if owned == 0 {
-		owned = coordinator.AllDatacenters
+		owned = tree.AllDatacenters
 	}
 	held := map[snowflake.Slot]zklayout.LeaseInfo{}
 	for _, l := range m.Leases {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -15,7 +15,7 @@ import (
 // hover and in the legend.
 func TestSlotsShowEmbeddedKind(t *testing.T) {
 	ws, es := snowflake.Slot{Datacenter: 0, Machine: 1}, snowflake.Slot{Datacenter: 0, Machine: 2}
-	m := coordinator.SlotMap{Owned: coordinator.AllDatacenters, Slots: map[snowflake.Slot]coordinator.SlotRecord{}, Leases: []zklayout.LeaseInfo{
+	m := tree.SlotMap{Owned: tree.AllDatacenters, Slots: map[snowflake.Slot]tree.SlotRecord{}, Leases: []zklayout.LeaseInfo{
 		{Node: "w", Slot: ws, Kind: zklayout.KindWorker, Program: "snowflaked", Addr: "10.0.0.5:7609"},
 		{Node: "e", Slot: es, Kind: zklayout.KindEmbedded, Program: "billing"},
 	}}

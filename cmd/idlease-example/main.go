@@ -24,8 +24,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	oklog "github.com/oklog/run"
 
-	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/idlease"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg.Servers = strings.Split(*zk, ",")
 	var err error
 	if *authFile != "" {
-		if cfg.Auth, err = coordinator.ReadAuthFile(*authFile); err != nil {
+		if cfg.Auth, err = zkconn.ReadAuthFile(*authFile); err != nil {
 			fmt.Fprintf(stderr, "idlease-example: --zk-auth-file: %v\n", err)
 			return 2
 		}

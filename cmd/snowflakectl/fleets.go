@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
 	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
@@ -65,7 +65,7 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	var zt zkTLSFlags
 	zt.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object {fleets, overlaps, failed}")
-	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read per ensemble (0: no count; --timeout bounds the scan)")
+	scanLimit := fs.Int("scan-limit", tree.DefaultScanLimit, "most znodes read per ensemble (0: no count; --timeout bounds the scan)")
 	var ids identityFlags
 	ids.registerInsecure(fs, "count roots made without credentials too, whatever their ACL (fleets run with --zk-insecure; env SNOWFLAKE_ZK_INSECURE)")
 	var skip scanSkipFlag
@@ -111,26 +111,26 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 }
 
 // scanEnsemble finds the fleets of one ensemble, bounded by timeout.
-func scanEnsemble(servers []string, auth string, files tlsfiles.Files, limit int, skip []string, timeout time.Duration) (coordinator.Scan, error) {
+func scanEnsemble(servers []string, auth string, files tlsfiles.Files, limit int, skip []string, timeout time.Duration) (tree.Scan, error) {
 	conn, err := zklayout.ZKConfig{Servers: servers, Auth: auth, TLS: files, SessionTimeout: min(max(timeout, 2*time.Second), 10*time.Second)}.Dial(nil)
 	if err != nil {
-		return coordinator.Scan{}, err
+		return tree.Scan{}, err
 	}
 	defer conn.Close()
 	type result struct {
-		s   coordinator.Scan
+		s   tree.Scan
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := coordinator.ScanFleets(conn, limit, skip...)
+		s, err := tree.ScanFleets(conn, limit, skip...)
 		done <- result{s, err}
 	}()
 	select {
 	case r := <-done:
 		return r.s, r.err
 	case <-time.After(timeout):
-		return coordinator.Scan{}, fmt.Errorf("did not answer within %v (--timeout)", timeout)
+		return tree.Scan{}, fmt.Errorf("did not answer within %v (--timeout)", timeout)
 	}
 }
 
@@ -166,7 +166,7 @@ func parseEnsembles(args []string) ([][]string, error) {
 // not counted unless insecure.
 func scanEnsembles(ensembles [][]string, auth string, files tlsfiles.Files, limit int, skip []string, timeout time.Duration, insecure bool, stderr io.Writer) fleetsReport {
 	rep := fleetsReport{Fleets: []fleetRow{}, Overlaps: []string{}, Failed: []string{}, Unreadable: []string{}, Skipped: []string{}}
-	var all []coordinator.FleetRoot
+	var all []tree.FleetRoot
 	for _, servers := range ensembles {
 		name := strings.Join(servers, ",")
 		scan, err := scanEnsemble(servers, auth, files, limit, skip, timeout)
@@ -179,7 +179,7 @@ func scanEnsembles(ensembles [][]string, auth string, files tlsfiles.Files, limi
 			row := fleetRow{Ensemble: name, Root: f.Root, Layout: f.Layout, Datacenters: f.Owned.String(), Slots: f.Owned.Slots()}
 			if f.Err != nil {
 				row.Error = f.Err.Error()
-				f.Owned = coordinator.AllDatacenters // unverifiable: counts as owning all
+				f.Owned = tree.AllDatacenters // unverifiable: counts as owning all
 			}
 			if f.Untrusted != "" && !insecure {
 				row.Untrusted = f.Untrusted
@@ -200,7 +200,7 @@ func scanEnsembles(ensembles [][]string, auth string, files tlsfiles.Files, limi
 			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s skipped by operator (--zk-scan-skip): a fleet in it is not checked\n", name, p)
 		}
 	}
-	for _, o := range coordinator.Overlaps(all) {
+	for _, o := range tree.Overlaps(all) {
 		rep.Overlaps = append(rep.Overlaps, o.String())
 	}
 	return rep

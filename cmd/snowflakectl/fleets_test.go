@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 )
@@ -153,7 +153,7 @@ func TestFleetsUnreadableSubtree(t *testing.T) {
 	}
 	// A fleet overlapping ours, that nobody but someone-else can see.
 	hidden := `{"layout":"snowfleet/slots/v3","epoch_ms":1288834974657,"bits":"41/5/5/12","datacenters":"2-5"}`
-	if _, err := other.Create("/locked/eu", []byte(hidden), 0, coordinator.ACL("someone-else:secret")); err != nil {
+	if _, err := other.Create("/locked/eu", []byte(hidden), 0, tree.ACL("someone-else:secret")); err != nil {
 		t.Fatal(err)
 	}
 

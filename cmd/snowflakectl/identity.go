@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
 // identityFlags are the operator commands' second identity and, for init,
 // the opt-out of credentials. The operator's identity is --zk-auth-file
 // (zkFlags); --zk-worker-auth-file names the workers' (only its digest id
-// goes into the ACLs: see coordinator.FleetACL).
+// goes into the ACLs: see tree.FleetACL).
 type identityFlags struct {
 	workerFile string
 	insecure   bool
@@ -41,26 +42,26 @@ var errNoCredentials = errors.New("no ZooKeeper credentials: give --zk-auth-file
 // scheme is the fleet's ACL scheme for the operator's credentials auth
 // (from zkFlags) and the workers' file; required says both are needed
 // (init, secure) rather than the workers' being read from the tree.
-func (f *identityFlags) scheme(auth string, required bool) (coordinator.FleetACL, bool, error) {
+func (f *identityFlags) scheme(auth string, required bool) (tree.FleetACL, bool, error) {
 	if auth == "" {
 		if f.workerFile != "" {
-			return coordinator.FleetACL{}, false, errors.New("--zk-worker-auth-file without --zk-auth-file: the operator's identity owns the tree")
+			return tree.FleetACL{}, false, errors.New("--zk-worker-auth-file without --zk-auth-file: the operator's identity owns the tree")
 		}
 		if required && !f.insecure {
-			return coordinator.FleetACL{}, false, errNoCredentials
+			return tree.FleetACL{}, false, errNoCredentials
 		}
-		return coordinator.FleetACL{}, false, nil
+		return tree.FleetACL{}, false, nil
 	}
 	if f.workerFile == "" {
 		if required {
-			return coordinator.FleetACL{}, false, errors.New("--zk-worker-auth-file is required with --zk-auth-file: the workers get their own identity, with only what a worker does (give the operator's file to both for a single identity)")
+			return tree.FleetACL{}, false, errors.New("--zk-worker-auth-file is required with --zk-auth-file: the workers get their own identity, with only what a worker does (give the operator's file to both for a single identity)")
 		}
-		return coordinator.FleetACL{}, false, nil // read from the tree
+		return tree.FleetACL{}, false, nil // read from the tree
 	}
-	worker, err := coordinator.ReadAuthFile(f.workerFile)
+	worker, err := zkconn.ReadAuthFile(f.workerFile)
 	if err != nil {
-		return coordinator.FleetACL{}, false, fmt.Errorf("--zk-worker-auth-file %q: %w", f.workerFile, err)
+		return tree.FleetACL{}, false, fmt.Errorf("--zk-worker-auth-file %q: %w", f.workerFile, err)
 	}
-	s, err := coordinator.NewFleetACL(auth, worker)
+	s, err := tree.NewFleetACL(auth, worker)
 	return s, err == nil, err
 }

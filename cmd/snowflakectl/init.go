@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
 
@@ -36,12 +36,12 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	var ids identityFlags
 	ids.register(fs, true)
 	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8 (default all 32: 0-31)")
-	scanLimit := fs.Int("scan-limit", coordinator.DefaultScanLimit, "most znodes read while looking for the ensemble's other fleets (0: no count; --timeout bounds it)")
+	scanLimit := fs.Int("scan-limit", tree.DefaultScanLimit, "most znodes read while looking for the ensemble's other fleets (0: no count; --timeout bounds it)")
 	var skip scanSkipFlag
 	skip.register(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching ZooKeeper and making the root")
-	maxHorizon := fs.Duration("max-horizon", coordinator.DefaultMaxHorizon, "the largest --horizon the fleet's workers may run with (recorded in the root)")
-	maxSkew := fs.Duration("max-skew", coordinator.DefaultMaxSkew, "the largest --max-skew the fleet's workers may run with (recorded in the root)")
+	maxHorizon := fs.Duration("max-horizon", tree.DefaultMaxHorizon, "the largest --horizon the fleet's workers may run with (recorded in the root)")
+	maxSkew := fs.Duration("max-skew", tree.DefaultMaxSkew, "the largest --max-skew the fleet's workers may run with (recorded in the root)")
 	newFleet := fs.Bool("new-fleet", false, "no worker has ever served under this root on any ensemble: reserve the slots to the make's time (first IDs at once) rather than --max-horizon + --max-skew past it")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
 		return rc
@@ -57,13 +57,13 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageError(stderr, "init", "%v", err)
 	}
-	owned := coordinator.AllDatacenters
+	owned := tree.AllDatacenters
 	if set := flagSet(fs); set["datacenters"] {
-		if owned, err = coordinator.ParseDCSet(*dcs); err != nil {
+		if owned, err = tree.ParseDCSet(*dcs); err != nil {
 			return usageError(stderr, "init", "--datacenters: %v", err)
 		}
 	}
-	ic := coordinator.DefaultInitConfig()
+	ic := tree.DefaultInitConfig()
 	ic.Root, ic.ACL, ic.Owned, ic.ScanLimit = z.root, scheme, owned, *scanLimit
 	ic.MaxHorizon, ic.MaxSkew, ic.NewFleet, ic.ScanSkip = *maxHorizon, *maxSkew, *newFleet, skip
 	if err := ic.Validate(); err != nil {
@@ -88,10 +88,10 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	res, err := coordinator.InitRoot(ctx, conn, ic)
+	res, err := tree.InitRoot(ctx, conn, ic)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
-		if errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, coordinator.ErrScanUnreadable) {
+		if errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, tree.ErrScanUnreadable) {
 			fmt.Fprintln(stderr, "snowflakectl init: ZooKeeper refused a write; pass the operator's --zk-auth-file")
 		}
 		return exitFailure

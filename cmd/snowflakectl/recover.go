@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
-
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 )
 
 // runRecover is snowflakectl recover: after ZooKeeper was restored from a
@@ -68,12 +67,12 @@ func runRecover(args []string, in input, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	if !given {
-		if scheme, err = coordinator.FleetACLFromTree(conn, z.root, z.auth); err != nil {
+		if scheme, err = tree.FleetACLFromTree(conn, z.root, z.auth); err != nil {
 			fmt.Fprintf(stderr, "snowflakectl recover: %v\n", err)
 			return exitFailure
 		}
 	}
-	res, err := coordinator.RecoverRoot(ctx, conn, z.root, scheme)
+	res, err := tree.RecoverRoot(ctx, conn, z.root, scheme)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl recover: %v\n", err)
 		if errors.Is(err, zk.ErrNoAuth) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -65,13 +65,13 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 			return usageError(stderr, "repair", "--reserve-until: %v", err)
 		}
 	}
-	var owned coordinator.DCSet
+	var owned tree.DCSet
 	switch strings.TrimSpace(*dcs) {
 	case "":
 	case "all":
-		owned = coordinator.AllDatacenters
+		owned = tree.AllDatacenters
 	default:
-		if owned, err = coordinator.ParseDCSet(*dcs); err != nil {
+		if owned, err = tree.ParseDCSet(*dcs); err != nil {
 			return usageError(stderr, "repair", "--datacenters: %v", err)
 		}
 	}
@@ -108,12 +108,12 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	if !given {
-		if scheme, err = coordinator.FleetACLFromTree(conn, z.root, z.auth); err != nil {
+		if scheme, err = tree.FleetACLFromTree(conn, z.root, z.auth); err != nil {
 			fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
 			return exitFailure
 		}
 	}
-	res, err := coordinator.RepairSlots(ctx, conn, coordinator.RepairConfig{Root: z.root, ACL: scheme,
+	res, err := tree.RepairSlots(ctx, conn, tree.RepairConfig{Root: z.root, ACL: scheme,
 		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, ScanSkip: skip})
 	until = res.ReservedUntilMs
 	for _, p := range res.MadeTree {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/zktest"
@@ -200,7 +200,7 @@ func TestRepairDeletedRootKeepsScope(t *testing.T) {
 	if rc := runRepair(append(args, "--datacenters", "0-3"), input{}, &out, &errb); rc != exitOK {
 		t.Fatalf("repair --datacenters 0-3: rc %d, %q", rc, errb.String())
 	}
-	m, err := coordinator.ReadSlotMap(conn, "/gone")
+	m, err := tree.ReadSlotMap(conn, "/gone")
 	if err != nil || m.Owned.String() != "0-3" || len(m.Slots) != snowflake.Slots {
 		t.Fatalf("the repaired root owns %s with %d slot nodes (%v); want 0-3 and 1024", m.Owned, len(m.Slots), err)
 	}
@@ -234,7 +234,7 @@ func TestRecoverCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	m, err := coordinator.ReadSlotMap(conn, "/r")
+	m, err := tree.ReadSlotMap(conn, "/r")
 	if err != nil || m.Owned.String() != "2-3" {
 		t.Fatalf("slot map after recover: owns %s, %v", m.Owned, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 )
 
 // scanSkipFlag is --zk-scan-skip, on every command that scans an ensemble
@@ -30,7 +30,7 @@ func (f *scanSkipFlag) register(fs *flag.FlagSet) {
 // check refuses a path that is not an absolute, clean znode path.
 func (f *scanSkipFlag) check() error {
 	for _, p := range *f {
-		if !coordinator.ValidSkipPath(p) {
+		if !tree.ValidSkipPath(p) {
 			return fmt.Errorf("--zk-scan-skip %q must be an absolute, clean znode path such as /apps/private (not /, no trailing /)", p)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/snowfleet/snowfleet/worker"
+	"github.com/snowfleet/snowfleet/snowflake/secretfile"
 	"github.com/snowfleet/snowfleet/worker/client"
 )
 
@@ -36,7 +36,7 @@ func (s *secFlags) register(fs *flag.FlagSet) {
 func (s *secFlags) options() (client.DialOptions, error) {
 	var o client.DialOptions
 	if s.passwordFile != "" {
-		pws, err := worker.ReadPasswordFile(s.passwordFile)
+		pws, err := secretfile.ReadPasswords(s.passwordFile)
 		if err != nil {
 			return o, fmt.Errorf("--password-file %q: %w", s.passwordFile, err)
 		}

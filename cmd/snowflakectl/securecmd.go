@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 )
 
 // runSecure is snowflakectl secure: it re-ACLs an existing fleet's tree to
@@ -68,7 +68,7 @@ func runSecure(args []string, in input, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	res, err := coordinator.SecureTree(ctx, conn, z.root, scheme)
+	res, err := tree.SecureTree(ctx, conn, z.root, scheme)
 	for _, p := range res.Made {
 		fmt.Fprintf(stdout, "made %s\n", p)
 	}
@@ -77,7 +77,7 @@ func runSecure(args []string, in input, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "... and %d more\n", len(res.Changed)-8)
 			break
 		}
-		fmt.Fprintf(stdout, "%s: %s -> %s\n", c.Path, coordinator.FormatACL(c.Was), coordinator.FormatACL(c.Now))
+		fmt.Fprintf(stdout, "%s: %s -> %s\n", c.Path, tree.FormatACL(c.Was), tree.FormatACL(c.Now))
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl secure: %v\n", err)

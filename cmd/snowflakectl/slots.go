@@ -13,33 +13,33 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // readSlotMap reads the slot map, bounded by timeout: go-zookeeper has no
 // call timeouts of its own and would wait for an unreachable ensemble.
-func (z *zkFlags) readSlotMap(servers []string, timeout time.Duration) (coordinator.SlotMap, error) {
+func (z *zkFlags) readSlotMap(servers []string, timeout time.Duration) (tree.SlotMap, error) {
 	conn, err := z.dial(servers, max(timeout, 2*time.Second))
 	if err != nil {
-		return coordinator.SlotMap{}, err
+		return tree.SlotMap{}, err
 	}
 	defer conn.Close()
 	type result struct {
-		m   coordinator.SlotMap
+		m   tree.SlotMap
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		m, err := coordinator.ReadSlotMap(conn, z.root)
+		m, err := tree.ReadSlotMap(conn, z.root)
 		done <- result{m, err}
 	}()
 	select {
 	case r := <-done:
 		return r.m, r.err
 	case <-time.After(timeout):
-		return coordinator.SlotMap{}, fmt.Errorf("zookeeper %s did not answer within %v (--timeout)", strings.Join(servers, ","), timeout)
+		return tree.SlotMap{}, fmt.Errorf("zookeeper %s did not answer within %v (--timeout)", strings.Join(servers, ","), timeout)
 	}
 }
 
@@ -96,7 +96,7 @@ type slotsReport struct {
 	Slots       []slotRow `json:"slots"`
 	// Standbys are the workers waiting for a slot; while one waits for a
 	// range, its holders reserve only --standby-horizon ahead.
-	Standbys []coordinator.StandbyInfo `json:"standbys"`
+	Standbys []tree.StandbyInfo `json:"standbys"`
 	// Damaged are the slot nodes that hold no slot record, slot -> why:
 	// nobody claims those slots until a valid record is written.
 	Damaged map[string]string `json:"damaged,omitempty"`
@@ -150,10 +150,10 @@ func runSlots(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-func buildSlotsReport(m coordinator.SlotMap, root string, now time.Time, all bool) slotsReport {
+func buildSlotsReport(m tree.SlotMap, root string, now time.Time, all bool) slotsReport {
 	nowMs := now.UnixMilli()
 	rep := slotsReport{Root: root, NowMs: nowMs, Held: len(m.Leases), Free: m.Free(), Slots: []slotRow{},
-		Datacenters: m.Owned.String(), Owned: m.Owned.Slots(), Standbys: append([]coordinator.StandbyInfo{}, m.Standbys...)}
+		Datacenters: m.Owned.String(), Owned: m.Owned.Slots(), Standbys: append([]tree.StandbyInfo{}, m.Standbys...)}
 	for _, rec := range m.Slots {
 		if rec.Holder != "" { // made with the root but never held: not used
 			rep.Used++

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/fleettest"
@@ -240,7 +241,7 @@ func TestSlotsShowsStandbys(t *testing.T) {
 	}
 	// init made standby/.
 	data := []byte(`{"addr":"10.0.0.9:7609","host":"sb1","pid":42,"version":"test","since":"2026-12-03T10:00:00Z"}`)
-	if _, err := conn.Create(coordinator.StandbyPath(root)+"/_c_0123456789abcdef0123456789abcdef-dc05-s00000000000000ab", data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+	if _, err := conn.Create(tree.StandbyPath(root)+"/_c_0123456789abcdef0123456789abcdef-dc05-s00000000000000ab", data, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
 	rep := slotsJSON(t, append(zkFlag, "--json"))

@@ -11,7 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
 )
@@ -103,7 +103,7 @@ func (z *zkFlags) readAuth() error {
 		}
 	}
 	if z.authFile != "" {
-		auth, err := coordinator.ReadAuthFile(z.authFile)
+		auth, err := zkconn.ReadAuthFile(z.authFile)
 		if err != nil {
 			return fmt.Errorf("--zk-auth-file %q: %w", z.authFile, err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/snowfleet/snowfleet/snowflake/secretfile"
 	"github.com/snowfleet/snowfleet/worker"
 )
 
@@ -38,7 +39,7 @@ func (p *passwords) reloadLoop(ctx context.Context) error {
 		case <-hup:
 		}
 		if p.tokenPath != "" {
-			if toks, err := worker.ReadPasswordFile(p.tokenPath); err != nil {
+			if toks, err := secretfile.ReadPasswords(p.tokenPath); err != nil {
 				p.log.Error("SIGHUP: cannot re-read --http-token-file; the tokens in force stay", "error", err)
 			} else {
 				p.srv.SetHTTPTokens(toks)
@@ -51,7 +52,7 @@ func (p *passwords) reloadLoop(ctx context.Context) error {
 			}
 			continue
 		}
-		pws, err := worker.ReadPasswordFile(p.path)
+		pws, err := secretfile.ReadPasswords(p.path)
 		if err != nil {
 			p.log.Error("SIGHUP: cannot re-read --requirepass-file; the passwords in force stay", "error", err)
 			continue

@@ -17,8 +17,10 @@ import (
 
 	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
+	"github.com/snowfleet/snowfleet/snowflake/secretfile"
 	"github.com/snowfleet/snowfleet/worker"
 )
 
@@ -175,21 +177,21 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 		if o.coord.Auth != "" {
 			return o, usagef("--zk-auth and --zk-auth-file are both given; give one")
 		}
-		auth, err := coordinator.ReadAuthFile(o.zkAuthFile)
+		auth, err := zkconn.ReadAuthFile(o.zkAuthFile)
 		if err != nil {
 			return o, usagef("--zk-auth-file %q: %v", o.zkAuthFile, err)
 		}
 		o.coord.Auth = auth
 	}
 	if o.httpTokenFile != "" {
-		toks, err := worker.ReadPasswordFile(o.httpTokenFile)
+		toks, err := secretfile.ReadPasswords(o.httpTokenFile)
 		if err != nil {
 			return o, usagef("--http-token-file %q: %v", o.httpTokenFile, err)
 		}
 		o.httpTokens = toks
 	}
 	if o.requirepassFile != "" {
-		pws, err := worker.ReadPasswordFile(o.requirepassFile)
+		pws, err := secretfile.ReadPasswords(o.requirepassFile)
 		if err != nil {
 			return o, usagef("--requirepass-file %q: %v", o.requirepassFile, err)
 		}

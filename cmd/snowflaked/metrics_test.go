@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -166,9 +166,9 @@ func countPrefix(m map[string]float64, prefix string) int {
 
 // initFleetRoot makes root on the ZooKeeper at addr owning the datacenters
 // ranges names (as snowflakectl init --datacenters does).
-func initFleetRoot(t *testing.T, addr, root, ranges string) coordinator.DCSet {
+func initFleetRoot(t *testing.T, addr, root, ranges string) tree.DCSet {
 	t.Helper()
-	owned, err := coordinator.ParseDCSet(ranges)
+	owned, err := tree.ParseDCSet(ranges)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,9 +179,9 @@ func initFleetRoot(t *testing.T, addr, root, ranges string) coordinator.DCSet {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ic := coordinator.DefaultInitConfig()
+	ic := tree.DefaultInitConfig()
 	ic.Root, ic.Owned, ic.NewFleet = root, owned, true
-	if _, err := coordinator.InitRoot(ctx, conn, ic); err != nil {
+	if _, err := tree.InitRoot(ctx, conn, ic); err != nil {
 		t.Fatalf("init %s --datacenters %s: %v", root, ranges, err)
 	}
 	return owned

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 )
@@ -54,7 +54,7 @@ func TestPlaintextPortOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	m, err := coordinator.ReadSlotMap(conn, "/tls-only")
+	m, err := tree.ReadSlotMap(conn, "/tls-only")
 	if err != nil || len(m.Leases) != 1 || m.Leases[0].Addr != tlsAddr {
 		t.Fatalf("leases %+v (%v): want one advertising the TLS port %s", m.Leases, err, tlsAddr)
 	}

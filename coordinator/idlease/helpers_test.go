@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -59,9 +59,9 @@ func initRoot(t testing.TB, conn *zk.Conn, root string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ic := coordinator.DefaultInitConfig()
-	ic.Root, ic.NewFleet, ic.Owned = root, true, coordinator.DCSet(1)<<testDC
-	if _, err := coordinator.InitRoot(ctx, conn, ic); err != nil {
+	ic := tree.DefaultInitConfig()
+	ic.Root, ic.NewFleet, ic.Owned = root, true, tree.DCSet(1)<<testDC
+	if _, err := tree.InitRoot(ctx, conn, ic); err != nil {
 		t.Fatalf("init %s: %v", root, err)
 	}
 }
@@ -109,9 +109,9 @@ func waitFor(t testing.TB, within time.Duration, what string, cond func() bool) 
 }
 
 // slotRecord reads slot s's node.
-func slotRecord(t testing.TB, conn *zk.Conn, root string, s snowflake.Slot) coordinator.SlotRecord {
+func slotRecord(t testing.TB, conn *zk.Conn, root string, s snowflake.Slot) tree.SlotRecord {
 	t.Helper()
-	m, err := coordinator.ReadSlotMap(conn, root)
+	m, err := tree.ReadSlotMap(conn, root)
 	if err != nil {
 		t.Fatal(err)
 	}

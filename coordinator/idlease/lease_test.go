@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/faultproxy"
 	"github.com/snowfleet/snowfleet/integration/zktest"
@@ -113,7 +114,7 @@ func TestEmbeddedOpenGivesUp(t *testing.T) {
 		t.Fatalf("reason %s, want %s", nr.Readiness.Reason, coordinator.ReasonNoLease)
 	}
 	t.Logf("open: %v", err)
-	m, err := coordinator.ReadSlotMap(obs, "/full")
+	m, err := tree.ReadSlotMap(obs, "/full")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func TestEmbeddedOpenStopsOnFault(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := Open(ctx, cfg, testLogger(t, "A"), nil)
-	if !errors.Is(err, ErrStopped) || !errors.Is(err, coordinator.ErrOutsideFleet) || ctx.Err() != nil {
+	if !errors.Is(err, ErrStopped) || !errors.Is(err, tree.ErrOutsideFleet) || ctx.Err() != nil {
 		t.Fatalf("Open pinned outside the fleet: %v (ctx %v); want ErrStopped wrapping ErrOutsideFleet before the context ends", err, ctx.Err())
 	}
 }
@@ -193,7 +194,7 @@ func TestEmbeddedWaitsThroughReclaim(t *testing.T) {
 	}()
 	// The server expires the session: its lease node goes.
 	waitFor(t, 20*time.Second, "the cut-off lease node expires", func() bool {
-		m, err := coordinator.ReadSlotMap(obs, "/reclaim")
+		m, err := tree.ReadSlotMap(obs, "/reclaim")
 		if err != nil {
 			return false
 		}
@@ -312,7 +313,7 @@ func TestEmbeddedKindInSlotMap(t *testing.T) {
 	defer g.Wait()
 	defer stop()
 	waitFor(t, 30*time.Second, "the worker serves", w.Ready)
-	m, err := coordinator.ReadSlotMap(obs, "/kinds")
+	m, err := tree.ReadSlotMap(obs, "/kinds")
 	if err != nil {
 		t.Fatal(err)
 	}

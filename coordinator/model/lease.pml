@@ -83,20 +83,20 @@
  * the lease.  Clocks are then BOUNDED: ZooKeeper's time zt (the leader's
  * mtime) moves on by itself, and every clock reading of a worker or an
  * operator lies within zt-K..zt+K (K = the root's max_skew, the horizon H
- * its max_horizon: init.go's bound, which workers above it refuse).  Each
+ * its max_horizon: tree/init.go's bound, which workers above it refuse).  Each
  * of these happens at most once, at any moment, while anything else goes on
  * (zombies keep issuing up to their ceilings until they notice):
  *   E_REMAKE   the ensemble loses its data; snowflakectl init makes the
- *              root again (init.go: fillRoot): zR := zt + H + K, every
+ *              root again (tree/init.go: fillRoot): zR := zt + H + K, every
  *              lease node gone, every session with it
  *   E_EMPTY    an operator deletes the slot node and makes it again by hand
- *              with no data (layout.go: decodeSlot): damage, never floor 0
+ *              with no data (tree/layout.go: DecodeSlot): damage, never floor 0
  *   E_REPAIR   an operator deletes the slot node; snowflakectl repair makes
- *              it again (slotnodes.go: repair): zR := max(zt, clock) + H + K
+ *              it again (tree/slotnodes.go: repair): zR := max(zt, clock) + H + K
  *   E_RESTORE  a backup of the slot node (zR, zX) taken at any moment is
  *              restored later, every lease node and session gone; workers
  *              that saw it (rollback.go, refusal.go) claim nothing until
- *              snowflakectl recover (recover.go) raised zR to
+ *              snowflakectl recover (tree/recover.go) raised zR to
  *              max(zt, clock) + H + K
  *   mutants:  M_INITMTIME  init reserves to the make's time only (zt)
  *             M_EMPTYFLOOR0 an empty slot node reads as floor 0
@@ -549,7 +549,7 @@ end:
             pc[w] = WAIT
 #if defined(EDGES) && !defined(M_EMPTYFLOOR0)
        :: alive[w] && zX && zE && !(zH != 0 && zH == nseq[w]) ->
-            /* layout.go: decodeSlot -- no reservation: damage, let go */
+            /* tree/layout.go: DecodeSlot -- no reservation: damage, let go */
             printf("W%d : slot node holds no reservation: damage, refuse the slot\n", w);
             giveup(w)
 #endif

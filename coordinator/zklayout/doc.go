@@ -3,7 +3,7 @@
 // LeasePrefix), what a lease node's name and JSON say (ParseLeaseName,
 // LeaseSeqBefore, Holders, LeaseData, the kinds), and the live leases read
 // from them (ReadLeases, WatchLeases, LeaseInfo). The layout as a whole,
-// with the root and slot nodes' JSON, is described in package coordinator,
-// which writes it; this package is what a reader needs, so the public client
-// (worker/client) discovers workers without compiling the lease protocol.
+// with the root and slot nodes' JSON, is package coordinator/tree; this
+// package is what a reader needs, so the public client (worker/client)
+// discovers workers without compiling the lease protocol.
 package zklayout

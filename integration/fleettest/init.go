@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/testenv"
@@ -52,13 +52,13 @@ func InitFleet(t testing.TB, servers []string, root, auth string, tls tlsfiles.F
 	if exists {
 		return
 	}
-	cfg := coordinator.DefaultInitConfig()
+	cfg := tree.DefaultInitConfig()
 	cfg.Root, cfg.NewFleet = root, true
-	cfg.ACL, _ = coordinator.NewFleetACL(auth, auth)
+	cfg.ACL, _ = tree.NewFleetACL(auth, auth)
 	// A wider skew bound than the default: a new fleet does not pay for
 	// it, and tests run workers with a --max-skew of a few seconds.
 	cfg.MaxSkew = 10 * time.Second
-	if _, err := coordinator.InitRoot(ctx, conn, cfg); err != nil {
+	if _, err := tree.InitRoot(ctx, conn, cfg); err != nil {
 		t.Fatalf("init %s: %v", root, err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -160,4 +161,76 @@ func TestOnly(pkg string) {
 	if !testing.Testing() {
 		panic(pkg + ": a test harness, used outside a test binary (go test); only _test.go files and the integration suite may import it")
 	}
+}
+
+// DocNamesEveryFile fails t unless the doc.go of the package in the
+// current directory (a test's own) names every file of the package, as go
+// list sees it, and no file that is not there: a package's file map stays
+// true as files come and go.
+func DocNamesEveryFile(t *testing.T) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command lists the package's files: %v", err)
+	}
+	out, err := exec.Command(goTool, "list", "-f", `{{join .GoFiles " "}}`, ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	files := strings.Fields(string(out))
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile(`\b[a-z0-9_]+\.go\b`).FindAllString(string(doc), -1)
+	for _, f := range files {
+		if f != "doc.go" && !slices.Contains(named, f) {
+			t.Errorf("doc.go's file map does not name %s", f)
+		}
+	}
+	for _, f := range named {
+		if !slices.Contains(files, f) {
+			t.Errorf("doc.go names %s, which is not a file of the package", f)
+		}
+	}
+}
+
+// Module is this module's import path, with its trailing slash.
+const Module = "github.com/snowfleet/snowfleet/"
+
+// ModuleDeps is the packages of this module that pkg (an import path, or a
+// directory such as ".") is built from, its non-test imports transitively
+// and itself, as go list -deps names them.
+func ModuleDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command lists %s's imports: %v", pkg, err)
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", pkg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+	}
+	var ours []string
+	for _, p := range strings.Fields(string(out)) {
+		if strings.HasPrefix(p, Module) {
+			ours = append(ours, p)
+		}
+	}
+	return ours
+}
+
+// WriteFile writes data to dir/name with mode (set again with chmod, past
+// the umask: a test of a file's mode bits gets the bits it asks for), and
+// returns its path.
+func WriteFile(t *testing.T, dir, name, data string, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,4 +1,4 @@
-package coordinator
+package tree
 
 import (
 	"encoding/json"
@@ -46,6 +46,10 @@ var ErrLayoutMismatch = errors.New("root znode was made for another layout")
 // snowflakectl repair.
 var ErrDamaged = errors.New("znode tree damaged")
 
+// ErrRootFilling: snowflakectl init made the root but has not made all its
+// slot nodes yet (or stopped before it had); running init again finishes it.
+var ErrRootFilling = errors.New("root is still being filled by snowflakectl init")
+
 // RootInfo is the JSON of the root znode.
 type RootInfo struct {
 	// Layout is the layout name, Layout.
@@ -75,8 +79,10 @@ type RootInfo struct {
 }
 
 // DefaultMaxHorizon is the bound on Horizon a root records unless init is
-// told otherwise: the daemon's default horizon.
-const DefaultMaxHorizon = DefaultHorizon
+// told otherwise: the daemon's default horizon (coordinator.DefaultHorizon
+// is this bound, so that a worker with default flags fits a root made with
+// default flags).
+const DefaultMaxHorizon = 40 * time.Second
 
 // DefaultMaxSkew is the bound on MaxSkew a root records unless init is told
 // otherwise: the daemon's default.
@@ -105,9 +111,9 @@ func (r RootInfo) Reach() time.Duration { return r.MaxHorizon() + r.MaxSkew() }
 
 // CurrentRootInfo is what this build's root holds once every slot node is
 // made.
-func CurrentRootInfo(now time.Time) RootInfo { return rootInfo(Layout, now) }
+func CurrentRootInfo(now time.Time) RootInfo { return NewRootInfo(Layout, now) }
 
-func rootInfo(layout string, now time.Time) RootInfo {
+func NewRootInfo(layout string, now time.Time) RootInfo {
 	return RootInfo{
 		Layout:  layout,
 		EpochMs: snowflake.Epoch,
@@ -157,12 +163,12 @@ func (r RootInfo) Owned() (DCSet, error) {
 	return AllDatacenters, nil
 }
 
-// filling reports a root whose slot nodes are still being made by init.
-func (r RootInfo) filling() bool { return r.Layout == LayoutFilling }
+// Filling reports a root whose slot nodes are still being made by init.
+func (r RootInfo) Filling() bool { return r.Layout == LayoutFilling }
 
-// finished is the root a filling root becomes once every slot node
+// Finished is the root a filling root becomes once every slot node
 // exists: v2 when it owns all 32 datacenters, v3 otherwise.
-func (r RootInfo) finished() RootInfo {
+func (r RootInfo) Finished() RootInfo {
 	owned, _ := r.Owned()
 	r.Layout, r.Datacenters = Layout, ""
 	if owned != AllDatacenters {
@@ -183,7 +189,7 @@ type slotData struct {
 	Updated         string `json:"updated,omitempty"`
 }
 
-func encodeSlot(r SlotRecord) []byte {
+func EncodeSlot(r SlotRecord) []byte {
 	d := slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs}
 	if r.ReservedUntilMs > 0 {
 		d.ReservedUntil = time.UnixMilli(r.ReservedUntilMs).UTC().Format(time.RFC3339Nano)
@@ -195,18 +201,18 @@ func encodeSlot(r SlotRecord) []byte {
 	return b
 }
 
-// errNoReservation: a slot node decodes but carries no valid reservation
+// ErrNoReservation: a slot node decodes but carries no valid reservation
 // (empty data, {}, null, no reserved_until_ms, or one before the ID epoch).
 // An empty node is the natural hand "fix" of a missing one in zkCli; read as
 // floor 0 it would let a successor repeat its predecessor's IDs, so it is
 // damage, like a node that does not decode.
-var errNoReservation = errors.New("slot node carries no valid reservation")
+var ErrNoReservation = errors.New("slot node carries no valid reservation")
 
-// decodeSlot reads a slot node's JSON. A record without a valid
-// reservation is an error wrapping errNoReservation: never floor 0.
-func decodeSlot(b []byte) (SlotRecord, error) {
+// DecodeSlot reads a slot node's JSON. A record without a valid
+// reservation is an error wrapping ErrNoReservation: never floor 0.
+func DecodeSlot(b []byte) (SlotRecord, error) {
 	if len(strings.TrimSpace(string(b))) == 0 {
-		return SlotRecord{}, fmt.Errorf("%w: the node is empty (made by hand?)", errNoReservation)
+		return SlotRecord{}, fmt.Errorf("%w: the node is empty (made by hand?)", ErrNoReservation)
 	}
 	var d struct {
 		slotData
@@ -218,21 +224,21 @@ func decodeSlot(b []byte) (SlotRecord, error) {
 	}
 	switch {
 	case d.Reserved == nil:
-		return SlotRecord{}, fmt.Errorf("%w: no reserved_until_ms in %.40q", errNoReservation, b)
+		return SlotRecord{}, fmt.Errorf("%w: no reserved_until_ms in %.40q", ErrNoReservation, b)
 	case *d.Reserved < snowflake.MinUnixMs || *d.Reserved > snowflake.MaxUnixMs:
 		return SlotRecord{}, fmt.Errorf("%w: reserved_until_ms %d is outside the ID's range %d..%d",
-			errNoReservation, *d.Reserved, snowflake.MinUnixMs, snowflake.MaxUnixMs)
+			ErrNoReservation, *d.Reserved, snowflake.MinUnixMs, snowflake.MaxUnixMs)
 	}
 	return SlotRecord{ReservedUntilMs: *d.Reserved, LastMs: d.LastMs, Holder: d.Holder, UpdatedMs: d.UpdatedMs}, nil
 }
 
-func encodeRoot(r RootInfo) []byte {
+func EncodeRoot(r RootInfo) []byte {
 	b, _ := json.MarshalIndent(r, "", "  ")
 	return b
 }
 
-// decodeRoot reads the root's JSON and refuses a root this build cannot use.
-func decodeRoot(root string, data []byte) (RootInfo, error) {
+// DecodeRoot reads the root's JSON and refuses a root this build cannot use.
+func DecodeRoot(root string, data []byte) (RootInfo, error) {
 	info, err := decodeRootJSON(root, data)
 	if err != nil {
 		return RootInfo{}, err

@@ -1,4 +1,4 @@
-package coordinator
+package tree
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -20,18 +22,18 @@ const slotBatch = 128
 // re-listing when another process made some meanwhile).
 const fillTimeout = 30 * time.Second
 
-// createSlotNodes makes, with rec as their record, the slot nodes of want
+// CreateSlotNodes makes, with rec as their record, the slot nodes of want
 // (every slot when want is nil) that are missing under root's slots/, in
 // batched Multis; a batch that fails because another process made one of
 // its nodes meanwhile is worked out again from a new listing. It never
 // writes a node that exists. It returns how many it made.
-func createSlotNodes(conn *zk.Conn, root string, acl []zk.ACL, want []snowflake.Slot, rec SlotRecord) (int, error) {
+func CreateSlotNodes(conn *zk.Conn, root string, acl []zk.ACL, want []snowflake.Slot, rec SlotRecord) (int, error) {
 	if want == nil {
 		for i := 0; i < snowflake.Slots; i++ {
 			want = append(want, snowflake.SlotAt(i))
 		}
 	}
-	data := encodeSlot(rec)
+	data := EncodeSlot(rec)
 	made := 0
 	for round := 0; ; round++ {
 		have, err := slotNames(conn, root)
@@ -135,7 +137,7 @@ func RepairSlots(ctx context.Context, conn *zk.Conn, cfg RepairConfig) (RepairRe
 	if cfg.ReservedUntilMs != 0 && (cfg.ReservedUntilMs < snowflake.MinUnixMs || cfg.ReservedUntilMs > snowflake.MaxUnixMs) {
 		return RepairResult{}, fmt.Errorf("repair: reservation %d ms is outside the ID's range %d..%d", cfg.ReservedUntilMs, snowflake.MinUnixMs, snowflake.MaxUnixMs)
 	}
-	return callCtx(ctx, "repair", func(res *RepairResult) error { return repair(conn, cfg, res) })
+	return zkconn.CallResult(ctx, "repair", func(res *RepairResult) error { return repair(conn, cfg, res) })
 }
 
 func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
@@ -145,9 +147,9 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 	if err != nil && !newRoot {
 		return fmt.Errorf("repair: read root %s: %w", root, err)
 	}
-	info := rootInfo(LayoutFilling, time.Now())
+	info := NewRootInfo(LayoutFilling, time.Now())
 	if !newRoot {
-		if info, err = decodeRoot(root, data); err != nil {
+		if info, err = DecodeRoot(root, data); err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
 		have, _ := info.Owned()
@@ -186,7 +188,7 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 	}
 	res.ReservedUntilMs = until
 	if newRoot {
-		if _, err := conn.Create(root, encodeRoot(info), 0, cfg.ACL.Root()); err != nil {
+		if _, err := conn.Create(root, EncodeRoot(info), 0, cfg.ACL.Root()); err != nil {
 			return fmt.Errorf("repair: create root %s: %w", root, err)
 		}
 		res.MadeTree = append(res.MadeTree, root)
@@ -230,7 +232,7 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 		}
 	}
 	if len(missing) > 0 {
-		if _, err := createSlotNodes(conn, root, cfg.ACL.Slot(), missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
+		if _, err := CreateSlotNodes(conn, root, cfg.ACL.Slot(), missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
 		res.Made = missing
@@ -238,7 +240,7 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 	if !newRoot {
 		return nil
 	}
-	if _, err := conn.Set(root, encodeRoot(info.finished()), 0); err != nil {
+	if _, err := conn.Set(root, EncodeRoot(info.Finished()), 0); err != nil {
 		return fmt.Errorf("repair: write layout into root %s: %w", root, err)
 	}
 	again, err := ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)

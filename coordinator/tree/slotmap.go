@@ -1,4 +1,4 @@
-package coordinator
+package tree
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -107,7 +108,7 @@ func ReadSlotMap(conn *zk.Conn, root string) (SlotMap, error) {
 		if err != nil {
 			return fmt.Errorf("read slot %s: %w", name, err)
 		}
-		rec, err := decodeSlot(data)
+		rec, err := DecodeSlot(data)
 		if err != nil {
 			mu.Lock()
 			m.Damaged[s] = err.Error()

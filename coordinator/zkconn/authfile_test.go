@@ -1,4 +1,4 @@
-package coordinator
+package zkconn
 
 import (
 	"errors"
@@ -6,19 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/snowfleet/snowfleet/integration/testenv"
 )
 
 func TestReadAuthFile(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, data string, mode os.FileMode) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(data), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		return testenv.WriteFile(t, dir, name, data, mode)
 	}
 	good := write("good", "fleet:s3cret-pass\n", 0o600)
 	if got, err := ReadAuthFile(good); err != nil || got != "fleet:s3cret-pass" {

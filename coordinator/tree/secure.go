@@ -1,4 +1,4 @@
-package coordinator
+package tree
 
 import (
 	"context"
@@ -46,7 +46,7 @@ func SecureTree(ctx context.Context, conn *zk.Conn, root string, scheme FleetACL
 	if scheme.Insecure() {
 		return SecureResult{}, errors.New("secure: no credentials: give the operator's and the workers' identities")
 	}
-	return callCtx(ctx, "secure", func(res *SecureResult) error { return secureTree(conn, root, scheme, res) })
+	return zkconn.CallResult(ctx, "secure", func(res *SecureResult) error { return secureTree(conn, root, scheme, res) })
 }
 
 func secureTree(conn *zk.Conn, root string, scheme FleetACL, res *SecureResult) error {
@@ -57,7 +57,7 @@ func secureTree(conn *zk.Conn, root string, scheme FleetACL, res *SecureResult) 
 	if err != nil {
 		return fmt.Errorf("secure: read root %s: %w", root, err)
 	}
-	if _, err := decodeRoot(root, data); err != nil {
+	if _, err := DecodeRoot(root, data); err != nil {
 		return fmt.Errorf("secure: %w", err)
 	}
 	// The root first: once it is the operator's, nobody else can add to
@@ -118,7 +118,7 @@ func setACLs(conn *zk.Conn, paths []string, want map[string][]zk.ACL, res *Secur
 		mu.Lock()
 		res.Checked++
 		mu.Unlock()
-		if sameACL(have, want[p]) {
+		if SameACL(have, want[p]) {
 			return nil
 		}
 		if _, err := conn.SetACL(p, want[p], st.Aversion); err != nil && !errors.Is(err, zk.ErrNoNode) {
@@ -153,7 +153,7 @@ func FleetACLFromTree(conn *zk.Conn, root, operatorAuth string) (FleetACL, error
 	if operatorAuth == "" {
 		return FleetACL{}, nil
 	}
-	op, err := digestID(operatorAuth)
+	op, err := DigestID(operatorAuth)
 	if err != nil {
 		return FleetACL{}, err
 	}
@@ -165,7 +165,7 @@ func FleetACLFromTree(conn *zk.Conn, root, operatorAuth string) (FleetACL, error
 	if err != nil {
 		return FleetACL{}, fmt.Errorf("read the ACL of %s: %w", zklayout.LeasesPath(root), err)
 	}
-	if worldWrites(acl) {
+	if WorldWrites(acl) {
 		return FleetACL{}, nil // a tree made without credentials: keep it so (secure changes it)
 	}
 	for _, e := range acl {

@@ -1,4 +1,4 @@
-package coordinator
+package tree
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake/configerr"
@@ -110,21 +111,7 @@ func InitRoot(ctx context.Context, conn *zk.Conn, cfg InitConfig) (InitResult, e
 	if err := cfg.Validate(); err != nil {
 		return InitResult{}, fmt.Errorf("init: %w", err)
 	}
-	return callCtx(ctx, "init", func(res *InitResult) (err error) { *res, err = initRoot(conn, cfg); return })
-}
-
-// callCtx runs f, a go-zookeeper call or a sequence of them (which have no
-// timeout of their own) writing its result to res, and returns that result,
-// or returns early when ctx ends: then with the zero R and an error naming
-// op, since f, abandoned, may still be writing to its res.
-func callCtx[R any](ctx context.Context, op string, f func(res *R) error) (R, error) {
-	var res R
-	answered, err := zkconn.Call(ctx, func() error { return f(&res) })
-	if !answered {
-		var zero R
-		return zero, fmt.Errorf("%s: %w", op, err)
-	}
-	return res, err
+	return zkconn.CallResult(ctx, "init", func(res *InitResult) (err error) { *res, err = initRoot(conn, cfg); return })
 }
 
 // initRoot is tryInitRoot, run again when another init made the root or
@@ -151,7 +138,7 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	}
 	switch {
 	case err == nil && len(strings.TrimSpace(string(data))) > 0:
-		info, err := decodeRoot(root, data)
+		info, err := DecodeRoot(root, data)
 		if err != nil {
 			return res, fmt.Errorf("init: %w", err)
 		}
@@ -160,7 +147,7 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 		if have != cfg.Owned {
 			return res, fmt.Errorf("init: %w: root %s owns datacenters %s, not %s; ranges are not changed in place", ErrRootExists, root, have, cfg.Owned)
 		}
-		if !info.filling() {
+		if !info.Filling() {
 			return res, nil
 		}
 		res.Finished = true
@@ -180,7 +167,7 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	if err := CheckScope(root, cfg.Owned, res.Scan); err != nil {
 		return res, fmt.Errorf("init: %w", err)
 	}
-	info := rootInfo(LayoutFilling, time.Now())
+	info := NewRootInfo(LayoutFilling, time.Now())
 	info.Datacenters = cfg.Owned.String()
 	info.MaxHorizonMs, info.MaxSkewMs = cfg.MaxHorizon.Milliseconds(), cfg.MaxSkew.Milliseconds()
 	parts := strings.Split(strings.Trim(root, "/"), "/")
@@ -189,9 +176,9 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 			return res, fmt.Errorf("init: create %s: %w", "/"+strings.Join(parts[:i], "/"), err)
 		}
 	}
-	var first any = &zk.CreateRequest{Path: root, Data: encodeRoot(info), Acl: cfg.ACL.Root()}
+	var first any = &zk.CreateRequest{Path: root, Data: EncodeRoot(info), Acl: cfg.ACL.Root()}
 	if exists { // an empty root with the fleet's ACL (made to set it first) counts as absent
-		first = &zk.SetDataRequest{Path: root, Data: encodeRoot(info), Version: st.Version}
+		first = &zk.SetDataRequest{Path: root, Data: EncodeRoot(info), Version: st.Version}
 	}
 	if _, err := conn.Multi(first, &zk.CreateRequest{Path: zklayout.LeasesPath(root), Acl: cfg.ACL.Parent()},
 		&zk.CreateRequest{Path: zklayout.SlotsPath(root), Acl: cfg.ACL.Root()},
@@ -237,11 +224,11 @@ func fillRoot(conn *zk.Conn, cfg InitConfig, info RootInfo, st *zk.Stat, res *In
 	if _, err := conn.Create(StandbyPath(root), nil, 0, cfg.ACL.Parent()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("init: create %s: %w", StandbyPath(root), err)
 	}
-	if _, err := createSlotNodes(conn, root, cfg.ACL.Slot(), nil, SlotRecord{ReservedUntilMs: reserve, UpdatedMs: now}); err != nil {
+	if _, err := CreateSlotNodes(conn, root, cfg.ACL.Slot(), nil, SlotRecord{ReservedUntilMs: reserve, UpdatedMs: now}); err != nil {
 		return fmt.Errorf("init: make the slot nodes of root %s: %w", root, err)
 	}
-	final := info.finished()
-	if _, err := conn.Set(root, encodeRoot(final), st.Version); err != nil {
+	final := info.Finished()
+	if _, err := conn.Set(root, EncodeRoot(final), st.Version); err != nil {
 		return fmt.Errorf("init: write layout %s into root %s: %w", final.Layout, root, err)
 	}
 	res.Made, res.Layout, res.ReservedUntilMs = true, final.Layout, reserve
@@ -260,7 +247,7 @@ func checkOwnACLs(conn *zk.Conn, scheme FleetACL, root string, paths ...string) 
 		if err != nil {
 			return fmt.Errorf("read the ACL of %s: %w", p, err)
 		}
-		if want := scheme.For(root, p); !sameACL(have, want) {
+		if want := scheme.For(root, p); !SameACL(have, want) {
 			return fmt.Errorf("%w: %s has ACL %s, not the fleet's %s: something other than snowflakectl init with these credentials made it; it is not adopted (delete it, or, if it is this fleet's, snowflakectl secure)",
 				ErrForeignNode, p, FormatACL(have), FormatACL(want))
 		}
@@ -268,9 +255,9 @@ func checkOwnACLs(conn *zk.Conn, scheme FleetACL, root string, paths ...string) 
 	return nil
 }
 
-// sameACL compares two ACLs as sets of entries; a digest hash shown as x
+// SameACL compares two ACLs as sets of entries; a digest hash shown as x
 // (a reader without admin) matches its user.
-func sameACL(have, want []zk.ACL) bool {
+func SameACL(have, want []zk.ACL) bool {
 	if len(have) != len(want) {
 		return false
 	}

@@ -1,4 +1,4 @@
-package coordinator
+package tree
 
 import (
 	"context"
@@ -42,7 +42,7 @@ var (
 // DefaultScanLimit is the default node count a scan for fleets reads at
 // most: 0, none. A count is a bound anyone who can make znodes can exceed
 // (and so stop every worker's start); the scan is bounded by time instead
-// (scanTimeout for a worker, the caller's timeout for snowflakectl).
+// (ScanTimeout for a worker, the caller's timeout for snowflakectl).
 const DefaultScanLimit = 0
 
 // FleetRoot is one fleet's root found in an ensemble.
@@ -290,61 +290,6 @@ func fleetRanges(f FleetRoot) string {
 	return f.Owned.String()
 }
 
-// scan runs ScanFleetsCtx on the session, bounded by scanTimeout: past it
-// the call returns, the scan stops reading (a read ZooKeeper holds ends
-// with the session), and checkRoot tries again (the scope unverified, the
-// worker does not serve meanwhile).
-func (s *claimer) scan(ctx context.Context) (Scan, error) {
-	sctx, cancel := context.WithTimeout(ctx, scanTimeout)
-	defer cancel()
-	var res Scan
-	err := s.call(sctx, scanTimeout, func() (err error) {
-		res, err = ScanFleetsCtx(sctx, s.conn, s.c.cfg.ScanLimit, s.c.cfg.ScanSkip...)
-		return
-	})
-	if err != nil {
-		return Scan{}, fmt.Errorf("find the ensemble's fleets: %w", err)
-	}
-	if len(res.Skipped) > 0 {
-		s.c.log.Warn("fleet scan skipped subtrees the operator named; a fleet in them is not checked",
-			"skipped_by_operator", res.Skipped, "flag", "--zk-scan-skip")
-	}
-	if s.c.cfg.Auth != "" {
-		res = res.OnlyTrusted()
-		for _, f := range res.Ignored {
-			s.c.log.Warn("fleet scan: a node with a fleet layout marker whose ACL no fleet operator made; not counted",
-				"znode", f.Root, "why", f.Untrusted, "fix", "delete it, or snowflakectl secure if it is a fleet")
-		}
-	}
-	return res, nil
-}
-
-// scanTimeout bounds one scan of the ensemble (32 reads at once: some
+// ScanTimeout bounds one scan of the ensemble (32 reads at once: some
 // 10,000 znodes a second here): the scan's bound is this time, not a count.
-const scanTimeout = fillTimeout
-
-// checkScope reads the datacenters the root owns, refuses a pinned
-// datacenter outside them, and refuses to serve when another fleet of the
-// ensemble owns one of them.
-func (s *claimer) checkScope(ctx context.Context, info RootInfo) error {
-	root := s.c.cfg.Root
-	owned, err := info.Owned()
-	if err != nil {
-		return fmt.Errorf("root %s: %w", root, err)
-	}
-	if dc := s.c.cfg.Datacenter; dc >= 0 && !owned.Has(dc) {
-		return fmt.Errorf("%w: pinned datacenter %d is outside the datacenters root %s owns (%s)", ErrOutsideFleet, dc, root, owned)
-	}
-	res, err := s.scan(ctx)
-	if err != nil {
-		return err
-	}
-	if err := CheckScope(root, owned, res); err != nil {
-		return err
-	}
-	s.owned = owned
-	s.c.owned.Store(uint32(owned))
-	s.c.log.Info("fleet scope verified", "root", root, "datacenters", owned.String(),
-		"fleets_in_ensemble", len(res.Fleets), "znodes_read", res.Nodes, "skipped_by_operator", res.Skipped, "untrusted_roots", len(res.Ignored))
-	return nil
-}
+const ScanTimeout = fillTimeout

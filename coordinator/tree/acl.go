@@ -1,4 +1,4 @@
-package coordinator
+package tree
 
 import (
 	"errors"
@@ -50,19 +50,19 @@ func NewFleetACL(operatorAuth, workerAuth string) (FleetACL, error) {
 	if operatorAuth == "" || workerAuth == "" {
 		return FleetACL{}, errors.New("fleet ACL: give both the operator's and the workers' credentials, or neither (insecure)")
 	}
-	op, err := digestID(operatorAuth)
+	op, err := DigestID(operatorAuth)
 	if err != nil {
 		return FleetACL{}, fmt.Errorf("fleet ACL: operator: %w", err)
 	}
-	w, err := digestID(workerAuth)
+	w, err := DigestID(workerAuth)
 	if err != nil {
 		return FleetACL{}, fmt.Errorf("fleet ACL: worker: %w", err)
 	}
 	return FleetACL{operator: op, worker: w}, nil
 }
 
-// digestID is the digest ACL entry of credentials user:password.
-func digestID(auth string) (zk.ACL, error) {
+// DigestID is the digest ACL entry of credentials user:password.
+func DigestID(auth string) (zk.ACL, error) {
 	user, password, err := zkconn.ParseAuth(auth)
 	if err != nil {
 		return zk.ACL{}, err
@@ -117,16 +117,16 @@ func (a FleetACL) For(root, p string) []zk.ACL {
 // nodes): with auth, its digest identity may do everything and the world
 // only read; without auth, the world may do everything.
 func ACL(auth string) []zk.ACL {
-	id, err := digestID(auth)
+	id, err := DigestID(auth)
 	if auth == "" || err != nil {
 		return zk.WorldACL(zk.PermAll)
 	}
 	return ACLForID(id.ID)
 }
 
-// worldWrites reports whether acl lets a client without credentials do more
+// WorldWrites reports whether acl lets a client without credentials do more
 // than read: the world, or an ip scheme (a network is not an identity).
-func worldWrites(acl []zk.ACL) bool {
+func WorldWrites(acl []zk.ACL) bool {
 	for _, e := range acl {
 		if (e.Scheme == "world" || e.Scheme == "ip") && e.Perms&^zk.PermRead != 0 {
 			return true
@@ -149,8 +149,8 @@ func sameID(e zk.ACL, want string) bool {
 	return e.ID == user+":x"
 }
 
-// grants is the permissions acl gives the digest id (world's included).
-func grants(acl []zk.ACL, id string) int32 {
+// Grants is the permissions acl gives the digest id (world's included).
+func Grants(acl []zk.ACL, id string) int32 {
 	var p int32
 	for _, e := range acl {
 		if e.Scheme == "world" || sameID(e, id) {
@@ -176,7 +176,7 @@ func hasAdminDigest(acl []zk.ACL) bool {
 // operator) holds admin on it.
 func Trusted(acl []zk.ACL) string {
 	switch {
-	case worldWrites(acl):
+	case WorldWrites(acl):
 		return "its ACL lets the world write"
 	case !hasAdminDigest(acl):
 		return "its ACL names no operator identity with admin"
@@ -188,12 +188,12 @@ func Trusted(acl []zk.ACL) string {
 func FormatACL(acl []zk.ACL) string {
 	parts := make([]string, len(acl))
 	for i, e := range acl {
-		parts[i] = fmt.Sprintf("%s:%s:%s", e.Scheme, e.ID, permString(e.Perms))
+		parts[i] = fmt.Sprintf("%s:%s:%s", e.Scheme, e.ID, PermString(e.Perms))
 	}
 	return strings.Join(parts, ",")
 }
 
-func permString(p int32) string {
+func PermString(p int32) string {
 	var b strings.Builder
 	for _, x := range []struct {
 		bit int32

@@ -1,4 +1,4 @@
-package coordinator
+package tree
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -46,7 +48,7 @@ func RecoverRoot(ctx context.Context, conn *zk.Conn, root string, acl FleetACL) 
 	if !zklayout.ValidRoot(root) {
 		return RecoverResult{}, fmt.Errorf("recover: root %q is not an absolute znode path", root)
 	}
-	return callCtx(ctx, "recover", func(res *RecoverResult) error { return recoverRoot(conn, root, acl, res) })
+	return zkconn.CallResult(ctx, "recover", func(res *RecoverResult) error { return recoverRoot(conn, root, acl, res) })
 }
 
 func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) error {
@@ -57,16 +59,16 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 	if err != nil {
 		return fmt.Errorf("recover: read root %s: %w", root, err)
 	}
-	info, err := decodeRoot(root, data)
+	info, err := DecodeRoot(root, data)
 	if err != nil {
 		return fmt.Errorf("recover: %w", err)
 	}
-	if info.filling() {
-		return fmt.Errorf("recover: %w: root %s (run snowflakectl init to finish it)", errRootFilling, root)
+	if info.Filling() {
+		return fmt.Errorf("recover: %w: root %s (run snowflakectl init to finish it)", ErrRootFilling, root)
 	}
 	res.Owned, _ = info.Owned()
-	info.Recovery = newGUID() + "@" + time.Now().UTC().Format(time.RFC3339)
-	st, err = conn.Set(root, encodeRoot(info), st.Version)
+	info.Recovery = NewGUID() + "@" + time.Now().UTC().Format(time.RFC3339)
+	st, err = conn.Set(root, EncodeRoot(info), st.Version)
 	if err != nil {
 		return fmt.Errorf("recover: write the recovery marker into root %s: %w", root, err)
 	}
@@ -100,7 +102,7 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 		}
 	}
 	if len(missing) > 0 {
-		if _, err := createSlotNodes(conn, root, acl.Slot(), missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
+		if _, err := CreateSlotNodes(conn, root, acl.Slot(), missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
 			return fmt.Errorf("recover: %w", err)
 		}
 		res.Made = missing
@@ -118,7 +120,7 @@ func raiseSlot(conn *zk.Conn, p string, until, now int64) (raised, rewritten boo
 		if err != nil {
 			return false, false, fmt.Errorf("read %s: %w", p, err)
 		}
-		rec, derr := decodeSlot(data)
+		rec, derr := DecodeSlot(data)
 		if derr == nil && rec.ReservedUntilMs >= until {
 			return false, false, nil
 		}
@@ -126,7 +128,7 @@ func raiseSlot(conn *zk.Conn, p string, until, now int64) (raised, rewritten boo
 		if derr == nil {
 			next.LastMs, next.Holder = rec.LastMs, rec.Holder
 		}
-		_, err = conn.Set(p, encodeSlot(next), st.Version)
+		_, err = conn.Set(p, EncodeSlot(next), st.Version)
 		if errors.Is(err, zk.ErrBadVersion) && attempt < 10 {
 			continue // a holder renewed meanwhile: read it again
 		}

@@ -1,13 +1,10 @@
-package coordinator
+package zkconn
 
 import (
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
-	"strings"
 
-	"github.com/snowfleet/snowfleet/coordinator/zkconn"
+	"github.com/snowfleet/snowfleet/snowflake/secretfile"
 )
 
 // ErrAuthFile: a ZooKeeper credentials file that cannot be used: missing,
@@ -20,30 +17,14 @@ var ErrAuthFile = errors.New("bad zookeeper credentials file")
 // no such mode bits): the credentials are only as secret as the file, and
 // an argument or environment variable is readable in ps and /proc.
 func ReadAuthFile(path string) (string, error) {
-	st, err := os.Stat(path)
+	lines, err := secretfile.Lines(path)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrAuthFile, err)
-	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("%w: %s is not a regular file", ErrAuthFile, path)
-	}
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o007 != 0 {
-		return "", fmt.Errorf("%w: %s is accessible to others (mode %v); chmod o-rwx it", ErrAuthFile, path, st.Mode().Perm())
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrAuthFile, err)
-	}
-	var lines []string
-	for _, l := range strings.Split(string(data), "\n") {
-		if l = strings.TrimSuffix(l, "\r"); l != "" {
-			lines = append(lines, l)
-		}
 	}
 	if len(lines) != 1 {
 		return "", fmt.Errorf("%w: %s holds %d lines; want exactly one, user:password", ErrAuthFile, path, len(lines))
 	}
-	if _, _, err := zkconn.ParseAuth(lines[0]); err != nil {
+	if _, _, err := ParseAuth(lines[0]); err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrAuthFile, path, err)
 	}
 	return lines[0], nil
