@@ -353,3 +353,28 @@ func TestClaimRefusesSlotLoosenedWhileRunning(t *testing.T) {
 	}
 	rec.checkDisjoint(t)
 }
+
+// A session's start reads the ACLs of the root, leases/, slots/ and
+// standby/ only (#36 item 5); a slot node's ACL is read when that slot is
+// claimed. One slot node whose ACL shuts our identity out costs that slot,
+// not the start: before, the start read the ACL of every slot the worker
+// may claim (1,024 reads a session), and one such slot refused the tree.
+func TestSlotACLReadAtClaim(t *testing.T) {
+	zs := startZK(t)
+	root := "/shut"
+	initSecure(t, zs.Addr(), root)
+	shut, open := mustSlot(t, "dc04-m00"), mustSlot(t, "dc04-m01")
+	op := dialAs(t, zs.Addr(), testOperator)
+	if _, err := op.SetACL(zklayout.SlotPath(root, shut), tree.ACL(testOperator), -1); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	w := startWorker(t, "W", pinned(secureConfig(zs.Addr(), root), shut, open), rec)
+	w.waitReady(20 * time.Second)
+	if got := w.c.Status().Slot; got != open.String() {
+		t.Fatalf("worker serves %s; want %s (%s's ACL grants it nothing)", got, open, shut)
+	}
+	if len(rec.holdings(shut)) != 0 {
+		t.Fatalf("IDs issued on %s, whose slot node the worker may not write", shut)
+	}
+}

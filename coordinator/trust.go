@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
@@ -16,13 +17,14 @@ import (
 // secureHint is what an untrusted tree's error tells the operator to run.
 const secureHint = "run snowflakectl secure --zk-auth-file OPERATOR --zk-worker-auth-file WORKER (deploy/runbook.md: the fleet's tree is not protected)"
 
-// checkTrust reads the ACLs of the root, leases/, slots/, standby/ and the
-// slot nodes this worker may claim, and refuses (ErrUntrustedTree) a tree
-// the world may write, or one that does not grant our identity what a
-// worker needs: create and delete in leases/ and standby/, read and write
-// on the slot nodes. Trust is checked, not assumed: a fleet made without
+// checkTrust reads the ACLs of the root, leases/, slots/ and standby/, and
+// refuses (ErrUntrustedTree) a tree the world may write, or one that does
+// not grant our identity what a worker needs: create and delete in leases/
+// and standby/. Trust is checked, not assumed: a fleet made without
 // credentials stays world-writable after its workers are given some.
-// Without credentials (Insecure) there is nothing to check against.
+// Without credentials (Insecure) there is nothing to check against. A slot
+// node's ACL is read when the slot is claimed (slotTrusted), not here: a
+// session's start then costs 4 reads, not one for each of the 1,024 slots.
 //
 // ZooKeeper has no watch on ACLs: a node whose ACL is loosened while we
 // serve is seen at the next session's start; one tightened against us is
@@ -32,8 +34,7 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 	if auth == "" {
 		return nil
 	}
-	me, err := tree.DigestID(auth)
-	if err != nil {
+	if _, err := tree.DigestID(auth); err != nil {
 		return err
 	}
 	root := s.c.cfg.Root
@@ -43,9 +44,6 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 	}
 	needs := []need{{root, zk.PermRead}, {zklayout.LeasesPath(root), zk.PermCreate | zk.PermDelete | zk.PermRead},
 		{zklayout.SlotsPath(root), zk.PermRead}, {tree.StandbyPath(root), zk.PermCreate | zk.PermDelete}}
-	for _, sl := range s.candidates() {
-		needs = append(needs, need{zklayout.SlotPath(root, sl), zk.PermRead | zk.PermWrite})
-	}
 	want := make(map[string]int32, len(needs))
 	paths := make([]string, len(needs))
 	for i, n := range needs {
@@ -56,7 +54,7 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 		bad  []string
 		gone []string
 	)
-	err = s.call(ctx, tree.ScanTimeout, func() error {
+	err := s.call(ctx, tree.ScanTimeout, func() error {
 		return zkconn.ForEach(paths, func(p string) error {
 			acl, _, err := s.conn.GetACL(p)
 			if errors.Is(err, zk.ErrNoNode) {
@@ -68,13 +66,7 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("read the ACL of %s: %w", p, err)
 			}
-			why := ""
-			switch {
-			case tree.WorldWrites(acl):
-				why = "the world may write it"
-			case tree.Grants(acl, me.ID)&want[p] != want[p]:
-				why = fmt.Sprintf("our identity %s lacks %s on it", zkconn.Redact(auth), tree.PermString(want[p]&^tree.Grants(acl, me.ID)))
-			}
+			why := tree.Distrust(acl, auth, want[p])
 			if why != "" {
 				mu.Lock()
 				bad = append(bad, fmt.Sprintf("%s (ACL %s: %s)", p, tree.FormatACL(acl), why))
@@ -103,8 +95,8 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 }
 
 // slotTrusted is checkTrust for the one slot node a claim is about to
-// write: an ACL loosened since the session's start is refused at the next
-// claim of the slot (avoided, logged at error).
+// write: the world may not write it, and our identity must read and write
+// it. A slot refused here is avoided (logged at error), not the tree.
 func (s *claimer) slotTrusted(ctx context.Context, sl snowflake.Slot) error {
 	if s.c.cfg.Auth == "" {
 		return nil
@@ -112,8 +104,11 @@ func (s *claimer) slotTrusted(ctx context.Context, sl snowflake.Slot) error {
 	p := zklayout.SlotPath(s.c.cfg.Root, sl)
 	var acl []zk.ACL
 	err := s.call(ctx, 0, func() (err error) { acl, _, err = s.conn.GetACL(p); return })
-	if err != nil || !tree.WorldWrites(acl) {
+	if err != nil {
 		return nil // a read error is met again by the claim's own read
 	}
-	return fmt.Errorf("%w: slot node %s has ACL %s: the world may write it; %s", tree.ErrUntrustedTree, p, tree.FormatACL(acl), secureHint)
+	if why := tree.Distrust(acl, s.c.cfg.Auth, zk.PermRead|zk.PermWrite); why != "" {
+		return fmt.Errorf("%w: slot node %s has ACL %s: %s; %s", tree.ErrUntrustedTree, p, tree.FormatACL(acl), why, secureHint)
+	}
+	return nil
 }

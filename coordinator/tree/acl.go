@@ -184,6 +184,23 @@ func Trusted(acl []zk.ACL) string {
 	return ""
 }
 
+// Distrust says why a worker with credentials auth may not use a node with
+// acl for what needs perms ("" when it may): the world may write the node,
+// or auth's identity lacks some of perms on it.
+func Distrust(acl []zk.ACL, auth string, perms int32) string {
+	me, err := DigestID(auth)
+	if err != nil {
+		return fmt.Sprintf("our credentials are not user:password (%v)", err)
+	}
+	switch have := Grants(acl, me.ID); {
+	case WorldWrites(acl):
+		return "the world may write it"
+	case have&perms != perms:
+		return fmt.Sprintf("our identity %s lacks %s on it", zkconn.Redact(auth), PermString(perms&^have))
+	}
+	return ""
+}
+
 // FormatACL is acl as zkCli's getAcl would list it, on one line.
 func FormatACL(acl []zk.ACL) string {
 	parts := make([]string, len(acl))
@@ -193,6 +210,7 @@ func FormatACL(acl []zk.ACL) string {
 	return strings.Join(parts, ",")
 }
 
+// PermString is permissions p as zkCli writes them (cdrwa).
 func PermString(p int32) string {
 	var b strings.Builder
 	for _, x := range []struct {

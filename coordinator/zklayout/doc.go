@@ -2,7 +2,8 @@
 // the nodes are (DefaultRoot, ValidRoot, LeasesPath, SlotsPath, SlotPath,
 // LeasePrefix), what a lease node's name and JSON say (ParseLeaseName,
 // LeaseSeqBefore, Holders, LeaseData, the kinds), and the live leases read
-// from them (ReadLeases, WatchLeases, LeaseInfo). The layout as a whole,
+// from them (ReadLeases, WatchLeases, LeaseInfo, each lease node read once
+// and only an ephemeral one counted: leasenodes.go). The layout as a whole,
 // with the root and slot nodes' JSON, is package coordinator/tree; this
 // package is what a reader needs, so the public client (worker/client)
 // discovers workers without compiling the lease protocol.
