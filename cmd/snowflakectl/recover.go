@@ -19,14 +19,15 @@ func runRecover(args []string, in input, stdout, stderr io.Writer) int {
 	fs := newFlagSet("recover", "[--yes] [--zk HOST:PORT,...] [--zk-root /snowflake]",
 		"For an ensemble restored from a backup: the restored slot nodes carry the\n"+
 			"reservations of the backup's moment, below what the workers of the moment\n"+
-			"of the restore issued. recover writes a new recovery marker into the root,\n"+
-			"then raises every slot node's reservation to ZooKeeper's time of that write\n"+
-			"plus the root's bound (max horizon + max skew, 41s by default), and makes\n"+
-			"or rewrites missing and damaged slot nodes with it. The root's datacenters\n"+
-			"are kept. Every slot's next holder then waits out that bound. Workers that\n"+
-			"saw the ensemble go back in time claim again once it has run, without a\n"+
-			"restart. Asks for confirmation; --yes skips it, and without a terminal\n"+
-			"--yes is required.")
+			"of the restore issued. recover raises every slot node's reservation to\n"+
+			"ZooKeeper's time at its start plus the root's bound (max horizon + max skew,\n"+
+			"41s by default), makes or rewrites missing and damaged slot nodes with it,\n"+
+			"and then, last, writes a new recovery marker into the root. The root's\n"+
+			"datacenters are kept. Every slot's next holder then waits out that bound.\n"+
+			"Workers that saw the ensemble go back in time claim again once the marker\n"+
+			"is there, without a restart; a recover that stops part-way leaves none:\n"+
+			"run it again. Asks for confirmation; --yes skips it, and without a\n"+
+			"terminal --yes is required.")
 	var z zkFlags
 	z.register(fs)
 	var ids identityFlags

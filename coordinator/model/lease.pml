@@ -97,11 +97,13 @@
  *              restored later, every lease node and session gone; workers
  *              that saw it (rollback.go, refusal.go) claim nothing until
  *              snowflakectl recover (tree/recover.go) raised zR to
- *              max(zt, clock) + H + K
+ *              max(zt, clock) + H + K, then wrote its marker: two steps,
+ *              anything else may happen between them
  *   mutants:  M_INITMTIME  init reserves to the make's time only (zt)
  *             M_EMPTYFLOOR0 an empty slot node reads as floor 0
  *             M_REPAIRLOW  repair reserves below the horizon (clock + 1)
  *             M_RECOVERMISS recover leaves this slot behind
+ *             M_MARKERFIRST recover writes its marker before it raises
  */
 
 #ifndef NW
@@ -178,7 +180,14 @@ bool nedge;              /* the one edge event has happened */
 bool bk;                 /* E_RESTORE: a backup was taken */
 byte bR;                 /* the backup of the slot node's reservation (it
                             exists, not emptied: one edge per run) */
-bool rolled;             /* restored, recover not yet run */
+bool rolled;             /* restored, recover's marker not yet written */
+byte recov;              /* recover's steps done: 0, 1 (the first), 2 */
+#ifdef M_RECOVERMISS
+#define RECOVER_RAISE() printf("OP : snowflakectl recover leaves the slot behind (R=%d)\n", zR)
+#else
+#define RECOVER_RAISE() zR = MAX(zR, MIN(MAX(gt_, zt) + H + K, MAXT)); invalidate_versions(); \
+       printf("OP : snowflakectl recover: slot reserved until %d\n", zR)
+#endif
 #define CLO MAX(zt, K) - K            /* a clock reading's range */
 #define CHI MIN(zt + K, MAXT)
 #else
@@ -500,12 +509,27 @@ end:
        :: else -> break
        od;
        gi_ = 0; canon(); invalidate_versions() }
-  :: atomic { w == 0 && rolled -> PICK(CLO, CHI); d_step {   /* recover */
+  /* snowflakectl recover, in the code's two steps (tree/recover.go):
+     raise every slot node (raiseSlot), then write the marker into the
+     root, which lets the workers that saw the rollback claim again
+     (rollback.go: awaitRecover).  M_MARKERFIRST: the marker first. */
+  :: atomic { w == 0 && rolled && recov == 0 -> PICK(CLO, CHI); d_step {
+       recov = 1;
+#ifdef M_MARKERFIRST
        rolled = 0;
-#ifndef M_RECOVERMISS
-       zR = MAX(zR, MIN(MAX(gt_, zt) + H + K, MAXT)); invalidate_versions();
+       printf("OP : snowflakectl recover writes its marker (workers may claim)\n");
+#else
+       RECOVER_RAISE();
 #endif
-       printf("OP : snowflakectl recover: slot reserved until %d\n", zR);
+       gt_ = 0 } }
+  :: atomic { w == 0 && recov == 1 -> PICK(CLO, CHI); d_step {
+       recov = 2;
+#ifdef M_MARKERFIRST
+       RECOVER_RAISE();
+#else
+       rolled = 0;
+       printf("OP : snowflakectl recover writes its marker (workers may claim)\n");
+#endif
        gt_ = 0 } }
 #endif
 #endif

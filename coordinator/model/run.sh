@@ -15,7 +15,7 @@ set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/lease-model.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
-MEM=${MEM:-5000} # MB, pan's memory limit per search (edge-restore-t3 needs about 4.5 GB)
+MEM=${MEM:-6000} # MB, pan's memory limit per search (edge-restore-t3 needs about 5 GB)
 JOBS=${JOBS:-2}
 command -v spin >/dev/null || { echo "model: spin missing (apt-get install spin; make deps)" >&2; exit 2; }
 command -v gcc >/dev/null || { echo "model: gcc missing" >&2; exit 2; }
@@ -124,6 +124,7 @@ check m9-initmtime fail bfs -DMAXT=3 -DEDGES -DE_REMAKE -DM_INITMTIME
 check m10-emptyfloor0 fail bfs -DMAXT=3 -DEDGES -DE_EMPTY -DM_EMPTYFLOOR0
 check m11-repairlow fail bfs -DMAXT=3 -DEDGES -DE_REPAIR -DM_REPAIRLOW
 check m12-recovermiss fail bfs -DMAXT=3 -DEDGES -DE_RESTORE -DM_RECOVERMISS
+check m13-markerfirst fail bfs -DMAXT=3 -DEDGES -DE_RESTORE -DM_MARKERFIRST
 
 wait
 fails=0

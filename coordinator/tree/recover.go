@@ -35,15 +35,17 @@ type RecoverResult struct {
 // RecoverRoot is snowflakectl recover, for an ensemble restored from a
 // backup: the restored slot nodes carry the reservations of the backup's
 // moment, while the holders of the moment of the restore still serve on
-// later ceilings. It writes a new recovery marker into the root (workers
-// that saw the ensemble go back in time claim again only once it changes),
-// then raises every slot node's reservation, by compare-and-set, to at
-// least ZooKeeper's time of that write plus the root's reach (its bound on
-// the horizon and skew): past anything the fleet could have issued since
-// the backup. Missing and undecodable slot nodes are written with that
-// reservation. The root's datacenters and bound are kept. A holder whose
-// lease survives finds its slot node changed, reads it, and adopts it when
-// it still names it.
+// later ceilings. It raises every slot node's reservation, by
+// compare-and-set, to at least ZooKeeper's time at its start plus the
+// root's reach (its bound on the horizon and skew): past anything the
+// fleet could have issued since the backup. Missing and undecodable slot
+// nodes are written with that reservation. Then, last, it writes a new
+// recovery marker into the root, on the version it read at its start:
+// workers that saw the ensemble go back in time claim again once the
+// marker changes, so every slot must be raised before it does. A recover
+// that stops part-way leaves no marker, and is run again. The root's
+// datacenters and bound are kept. A holder whose lease survives finds its
+// slot node changed, reads it, and adopts it when it still names it.
 func RecoverRoot(ctx context.Context, conn *zk.Conn, root string, acl FleetACL) (RecoverResult, error) {
 	if !zklayout.ValidRoot(root) {
 		return RecoverResult{}, fmt.Errorf("recover: root %q is not an absolute znode path", root)
@@ -67,15 +69,13 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 		return fmt.Errorf("recover: %w: root %s (run snowflakectl init to finish it)", ErrRootFilling, root)
 	}
 	res.Owned, _ = info.Owned()
-	info.Recovery = NewGUID() + "@" + time.Now().UTC().Format(time.RFC3339)
-	st, err = conn.Set(root, EncodeRoot(info), st.Version)
-	if err != nil {
-		return fmt.Errorf("recover: write the recovery marker into root %s: %w", root, err)
-	}
-	res.Marker = info.Recovery
-	// ZooKeeper's time of the marker's write, or ours if it runs ahead.
 	now := time.Now().UnixMilli()
-	until := max(st.Mtime, now) + info.Reach().Milliseconds()
+	zt, err := zkTime(conn, root)
+	if err != nil {
+		return fmt.Errorf("recover: %w", err)
+	}
+	// ZooKeeper's time, or ours if it runs ahead.
+	until := max(zt, now) + info.Reach().Milliseconds()
 	res.ReservedUntilMs = until
 	have, err := slotNames(conn, root)
 	if err != nil {
@@ -107,6 +107,11 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 		}
 		res.Made = missing
 	}
+	info.Recovery = NewGUID() + "@" + time.Now().UTC().Format(time.RFC3339)
+	if _, err := conn.Set(root, EncodeRoot(info), st.Version); err != nil {
+		return fmt.Errorf("recover: every slot is raised, but the recovery marker could not be written into root %s (run recover again): %w", root, err)
+	}
+	res.Marker = info.Recovery
 	return nil
 }
 

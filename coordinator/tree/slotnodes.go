@@ -201,14 +201,11 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 			return fmt.Errorf("repair: create %s: %w", p, err)
 		}
 	}
-	// ZooKeeper's time (slots/ holds no data: writing none stamps it): a
-	// holder's reservation follows the leader's clock within its max skew,
-	// and ours may run behind it.
-	st, err := conn.Set(zklayout.SlotsPath(root), nil, -1)
+	zt, err := zkTime(conn, root)
 	if err != nil {
-		return fmt.Errorf("repair: stamp %s: %w", zklayout.SlotsPath(root), err)
+		return fmt.Errorf("repair: %w", err)
 	}
-	if zkLeast := st.Mtime + info.Reach().Milliseconds(); zkLeast > least {
+	if zkLeast := zt + info.Reach().Milliseconds(); zkLeast > least {
 		least = zkLeast
 		if cfg.ReservedUntilMs == 0 {
 			until = least
