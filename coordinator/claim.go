@@ -97,6 +97,9 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		}
 		s.relisted = false
 		slot := free[mrand.IntN(len(free))]
+		// The create stamps its own time (observeSkew): what the worker
+		// knew before it is what a recover must have followed.
+		known := s.lastConfirmed()
 		l, err := s.createLease(ctx, slot)
 		if err != nil {
 			if fatal(err) {
@@ -108,7 +111,7 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		}
 		if back, seq := s.rollback.wentBack(l.name); back {
 			s.deleteLease(ctx, l)
-			if err := s.awaitRecover(ctx, seq); err != nil {
+			if err := s.awaitRecover(ctx, seq, known); err != nil {
 				return nil, err
 			}
 			continue

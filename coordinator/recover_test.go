@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/faultproxy"
@@ -113,4 +116,64 @@ func TestRecoverMissingRoot(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "snowflakectl init") {
 		t.Fatalf("recover of a missing root: %v; want a refusal naming init", err)
 	}
+}
+
+// The runbook's way through a restore (#37 item 4): workers shut out, the
+// restore, recover, workers let in. A worker whose session survived and
+// that sees the rollback only after recover ran (its new lease node is
+// numbered below one it saw) claims at once: recover followed everything
+// it knew. Before, it took the time of the lease node it had just made as
+// its last confirmed write, and waited for a second recover. The rollback
+// of leases/'s sequence is made here as a restore makes it, by a leases/
+// whose child counter starts again (deleted and made anew), under the same
+// root.
+func TestRollbackSeenAfterRecoverClaimsAtOnce(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	ic := tree.DefaultInitConfig()
+	ic.NewFleet, ic.MaxHorizon, ic.MaxSkew = true, 3*time.Second, 500*time.Millisecond
+	initRootT(t, obs, ic)
+	root := zklayout.DefaultRoot
+	for range 5 { // a history of claims: sequences above what a restore brings back
+		p, err := obs.CreateProtectedEphemeralSequential(zklayout.LeasesPath(root)+"/dc09-m09-", nil, zk.WorldACL(zk.PermAll))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := obs.Delete(p, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	z := snowflake.Slot{Datacenter: 9, Machine: 9}
+	rec := newRecorder()
+	b := startWorker(t, "B", pinned(testConfig(zs.Addr()), z), rec)
+	b.waitReady(10 * time.Second)
+	p := faultproxy.New(t, zs.Addr())
+	cfgW := pinned(testConfig(p.Addr()), z)
+	cfgW.SessionTimeout = 20 * time.Second // survives the time shut out
+	reg := prometheus.NewRegistry()
+	w := startWorkerWith(t, "W", cfgW, rec, reg)
+	waitFor(t, 10*time.Second, "W standing by for Z, having listed B's node", func() bool { return w.c.getState() == StateStandby })
+	time.Sleep(300 * time.Millisecond)
+
+	p.Blackhole() // W shut out
+	b.Stop()
+	if err := obs.Delete(zklayout.LeasesPath(root), -1); err != nil {
+		t.Fatalf("leases/ after B released: %v", err)
+	}
+	if _, err := obs.Create(zklayout.LeasesPath(root), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := tree.RecoverRoot(ctx, obs, root, tree.FleetACL{}); err != nil {
+		t.Fatal(err)
+	}
+	p.Heal() // W let in
+	waitFor(t, 10*time.Second, "W noticing the rollback", func() bool {
+		return counterValue(t, reg, "snowflake_coordinator_rollbacks_detected_total", "", "") > 0
+	})
+	waitFor(t, 15*time.Second, "W serving Z after the recover that preceded its return, without a second one", w.c.Ready)
+	w.Crash()
+	rec.checkDisjoint(t)
 }

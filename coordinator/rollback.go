@@ -57,15 +57,17 @@ func (r *rollbackWatch) wentBack(name string) (bool, int64) {
 }
 
 // awaitRecover waits, not claiming, until the root shows that
-// snowflakectl recover ran after the rollback (a root written later, by
-// ZooKeeper's clock, than our last confirmed write or listing, naming a
-// recovery), or until the root was made again (another czxid or ctime).
-func (s *claimer) awaitRecover(ctx context.Context, seq int64) error {
+// snowflakectl recover ran after since (a root written later, by
+// ZooKeeper's clock, naming a recovery), or until the root was made again
+// (another czxid or ctime). since is the worker's last confirmed write or
+// listing before it saw the rollback (lastConfirmed, taken before the
+// create that revealed it): a recover run before the worker came back, as
+// the runbook has it, lets it claim at once.
+func (s *claimer) awaitRecover(ctx context.Context, seq, since int64) error {
 	c := s.c
 	c.m.rollbacks.Inc()
 	c.awaitingRecover.Store(true)
 	defer c.awaitingRecover.Store(false)
-	since := max(c.mtimeMs.Load(), s.rollback.lastMs)
 	c.log.Error("zookeeper went back in time (restored from a backup?); not claiming until snowflakectl recover runs", "error", ErrWentBack,
 		"root", c.cfg.Root, "lease_sequence", seq, "seen_before", s.rollback.seen,
 		"fix", "snowflakectl recover (deploy/runbook.md: ZooKeeper was restored from a backup)")
@@ -97,4 +99,12 @@ func (s *claimer) awaitRecover(ctx context.Context, seq int64) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// lastConfirmed is the latest time, by ZooKeeper's clock or ours, at which
+// this worker knew the tree as it was: its last confirmed write, or the
+// listing that last raised the sequences it saw. A recover that ran after
+// it covers whatever the worker issued before.
+func (s *claimer) lastConfirmed() int64 {
+	return max(s.c.mtimeMs.Load(), s.rollback.lastMs)
 }
