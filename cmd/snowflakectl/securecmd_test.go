@@ -32,7 +32,7 @@ func credFile(t *testing.T, name, auth string) string {
 func TestInitNeedsCredentialsOrInsecure(t *testing.T) {
 	t.Setenv("SNOWFLAKE_ZK_INSECURE", "")
 	zs := zktest.Start(t)
-	op := credFile(t, "op", "ops:op-pass")
+	op := credFile(t, "op", "ops:op-pass-0123456789")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -73,7 +73,7 @@ func TestSecureCommand(t *testing.T) {
 	if rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", root, "--zk-insecure", "--new-fleet"}, &out, &errb); rc != exitOK {
 		t.Fatalf("init --zk-insecure: rc %d, %s", rc, errb.String())
 	}
-	op, wk := credFile(t, "op", "ops:op-pass"), credFile(t, "wk", "worker:wk-pass")
+	op, wk := credFile(t, "op", "ops:op-pass-0123456789"), credFile(t, "wk", "worker:wk-pass-0123456789")
 	args := []string{"--zk", zs.Addr(), "--zk-root", root, "--zk-auth-file", op, "--zk-worker-auth-file", wk}
 	out.Reset()
 	errb.Reset()
@@ -103,7 +103,7 @@ func TestSecureCommand(t *testing.T) {
 	if _, err := world.Set(slot, []byte(`{}`), -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("world set of a slot node after secure: %v, want ErrNoAuth", err)
 	}
-	worker, err := zkconn.Dial([]string{zs.Addr()}, "worker:wk-pass", 5*time.Second, nil)
+	worker, err := zkconn.Dial([]string{zs.Addr()}, "worker:wk-pass-0123456789", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestSecureCommand(t *testing.T) {
 	if err := world.Delete(slot, -1); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("world delete of a slot node: %v, want ErrNoAuth", err)
 	}
-	opConn, err := zkconn.Dial([]string{zs.Addr()}, "ops:op-pass", 5*time.Second, nil)
+	opConn, err := zkconn.Dial([]string{zs.Addr()}, "ops:op-pass-0123456789", 5*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestSecureCommand(t *testing.T) {
 func TestFleetsIgnoresUntrustedRoots(t *testing.T) {
 	t.Setenv("SNOWFLAKE_ZK_INSECURE", "")
 	zs := zktest.Start(t)
-	op, wk := credFile(t, "op", "ops:op-pass"), credFile(t, "wk", "worker:wk-pass")
+	op, wk := credFile(t, "op", "ops:op-pass-0123456789"), credFile(t, "wk", "worker:wk-pass-0123456789")
 	var out, errb bytes.Buffer
 	if rc := runInit([]string{"--zk", zs.Addr(), "--zk-root", "/real", "--datacenters", "0-3", "--new-fleet",
 		"--zk-auth-file", op, "--zk-worker-auth-file", wk}, &out, &errb); rc != exitOK {

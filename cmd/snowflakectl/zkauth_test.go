@@ -29,7 +29,7 @@ func TestZKAuthFile(t *testing.T) {
 	zs := zktest.Start(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "zk-auth")
-	if err := os.WriteFile(file, []byte("fleet:s3cret-zk-pass\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("fleet:s3cret-zk-pass-0001\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	wfile := filepath.Join(dir, "zk-worker-auth")

@@ -8,7 +8,9 @@ import (
 )
 
 // ErrAuthFile: a ZooKeeper credentials file that cannot be used: missing,
-// not a regular file, readable by others, or not one user:password line.
+// not a regular file, readable by others, not one user:password line, or
+// a password shorter than secretfile.MinPasswordLen (a digest identity
+// guards the whole fleet's tree: the ID port's rule applies).
 var ErrAuthFile = errors.New("bad zookeeper credentials file")
 
 // ReadAuthFile reads ZooKeeper digest credentials, one line user:password
@@ -24,8 +26,13 @@ func ReadAuthFile(path string) (string, error) {
 	if len(lines) != 1 {
 		return "", fmt.Errorf("%w: %s holds %d lines; want exactly one, user:password", ErrAuthFile, path, len(lines))
 	}
-	if _, _, err := ParseAuth(lines[0]); err != nil {
+	_, pw, err := ParseAuth(lines[0])
+	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrAuthFile, path, err)
+	}
+	if len(pw) < secretfile.MinPasswordLen {
+		return "", fmt.Errorf("%w: %s: the password is %d bytes; at least %d, as the ID port's (say, user:$(openssl rand -hex 24))",
+			ErrAuthFile, path, len(pw), secretfile.MinPasswordLen)
 	}
 	return lines[0], nil
 }
