@@ -337,7 +337,7 @@ func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*wonLea
 	data := zklayout.EncodeLease(c.leaseData(now))
 	c.creates.Add(1)
 	sendMs := c.nowMs()
-	created, err := s.createProtected(ctx, prefix, guid, data, c.acl)
+	created, err := s.createProtected(ctx, prefix, guid, data, c.nodeACL)
 	recvMs := c.nowMs()
 	if err != nil {
 		return nil, fmt.Errorf("create lease node for %s: %w", slot, err)

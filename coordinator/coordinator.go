@@ -50,11 +50,14 @@ type Status struct {
 // Coordinator holds one slot lease for a worker. Create it with New, run it
 // with Run (an oklog/run actor), take IDs from Generator.
 type Coordinator struct {
-	cfg   Config
-	log   hclog.Logger
-	m     *metrics
-	acl   []zk.ACL
-	clock snowflake.Clock
+	cfg Config
+	log hclog.Logger
+	m   *metrics
+	// nodeACL is what our lease and standby nodes are made with
+	// (tree.WorkerNodeACL); dirACL is standby/'s, when the first standby
+	// of an insecure root makes it.
+	nodeACL, dirACL []zk.ACL
+	clock           snowflake.Clock
 	// space is every slot this coordinator chooses among, before the
 	// fleet's datacenters and cfg.Datacenter narrow it: all 1,024 (New).
 	// Tests of this package narrow it so that a successor must take a
@@ -110,7 +113,7 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Coordinator,
 		log = hclog.NewNullLogger()
 	}
 	c := &Coordinator{
-		cfg: cfg, log: log, acl: tree.ACL(cfg.Auth), clock: cfg.Clock, space: allSlots(),
+		cfg: cfg, log: log, nodeACL: tree.WorkerNodeACL(cfg.Auth != ""), dirACL: tree.ACL(cfg.Auth), clock: cfg.Clock, space: allSlots(),
 		wake: make(chan struct{}, 1), state: StateStopped, since: time.Now(),
 	}
 	if cfg.Auth == "" {

@@ -73,7 +73,7 @@ func (s *claimer) showStandby(ctx context.Context) {
 	s.trackStandby(guid, sid)
 	create := func() error {
 		return s.call(ctx, 0, func() error {
-			_, err := s.conn.Create(p, data, zk.FlagEphemeral, c.acl)
+			_, err := s.conn.Create(p, data, zk.FlagEphemeral, c.nodeACL)
 			return err
 		})
 	}
@@ -81,7 +81,7 @@ func (s *claimer) showStandby(ctx context.Context) {
 	if errors.Is(err, zk.ErrNoNode) {
 		// The first standby of the root makes standby/ (persistent).
 		err = s.call(ctx, 0, func() error {
-			_, err := s.conn.Create(dir, nil, 0, c.acl)
+			_, err := s.conn.Create(dir, nil, 0, c.dirACL)
 			return err
 		})
 		if err == nil || errors.Is(err, zk.ErrNodeExists) {

@@ -120,7 +120,7 @@ func TestLeastPrivilegeACLs(t *testing.T) {
 		path string
 		want []zk.ACL
 	}{{root, scheme.Root()}, {zklayout.LeasesPath(root), scheme.Parent()}, {zklayout.SlotsPath(root), scheme.Root()},
-		{tree.StandbyPath(root), scheme.Parent()}, {sl, scheme.Slot()}, {lease, tree.ACL(testWorker)}} {
+		{tree.StandbyPath(root), scheme.Parent()}, {sl, scheme.Slot()}, {lease, tree.WorkerNodeACL(true)}} {
 		have, _, err := op.GetACL(c.path)
 		if err != nil || !tree.SameACL(have, c.want) {
 			t.Errorf("ACL of %s: %s (%v), want %s", c.path, tree.FormatACL(have), err, tree.FormatACL(c.want))
@@ -377,4 +377,48 @@ func TestSlotACLReadAtClaim(t *testing.T) {
 	if len(rec.holdings(shut)) != 0 {
 		t.Fatalf("IDs issued on %s, whose slot node the worker may not write", shut)
 	}
+}
+
+// The workers' identity holds admin on no node of the fleet (#39 item 3):
+// with it, one worker could re-ACL another's live lease node to the world
+// and anyone could then rewrite its address. Lease and standby nodes are
+// written once, at their create, and carry world:anyone:r only. Before,
+// they carried the worker's identity with cdrwa.
+func TestWorkerIdentityCannotSetACL(t *testing.T) {
+	zs := startZK(t)
+	root := "/noadmin"
+	initSecure(t, zs.Addr(), root)
+	cfg := pinned(secureConfig(zs.Addr(), root), testSlot)
+	rec := newRecorder()
+	a := startWorker(t, "A", cfg, rec)
+	a.waitReady(15 * time.Second)
+	b := startWorker(t, "B", cfg, rec)
+	waitFor(t, 15*time.Second, "B standing by", func() bool { return b.c.Status().State == StateStandby })
+
+	wk := dialAs(t, zs.Addr(), testWorker)
+	var standbys []string
+	waitFor(t, 10*time.Second, "B's standby node", func() bool {
+		names, _, err := wk.Children(tree.StandbyPath(root))
+		standbys = names
+		return err == nil && len(names) > 0
+	})
+	nodes := []string{root, zklayout.LeasesPath(root), zklayout.SlotsPath(root), tree.StandbyPath(root),
+		zklayout.SlotPath(root, testSlot), zklayout.LeasesPath(root) + "/" + a.c.Status().LeaseNode,
+		tree.StandbyPath(root) + "/" + standbys[0]}
+	for _, p := range nodes {
+		if _, err := wk.SetACL(p, zk.WorldACL(zk.PermAll), -1); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("the workers' identity set the ACL of %s: %v; want ErrNoAuth", p, err)
+		}
+	}
+	lease := nodes[5]
+	if _, err := wk.Set(lease, []byte(`{"addr":"rogue:7609"}`), -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Errorf("the workers' identity rewrote a live lease node: %v; want ErrNoAuth", err)
+	}
+	if !a.c.Ready() {
+		t.Fatal("A stopped serving")
+	}
+	// Its own nodes are still its worker's to delete (d on the parent).
+	a.Stop()
+	waitFor(t, 15*time.Second, "B serving after A released", b.c.Ready)
+	rec.checkDisjoint(t)
 }

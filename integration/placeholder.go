@@ -47,7 +47,7 @@ func HoldFreeSlots(ctx context.Context, st *Stack) (*Placeholders, error) {
 		if held[s] {
 			continue
 		}
-		if _, err := conn.Create(zklayout.LeasePrefix(zkRoot, s), data, zk.FlagEphemeral|zk.FlagSequence, tree.ACL(st.ids.Worker)); err != nil {
+		if _, err := conn.Create(zklayout.LeasePrefix(zkRoot, s), data, zk.FlagEphemeral|zk.FlagSequence, tree.WorkerNodeACL(true)); err != nil {
 			conn.Close()
 			return nil, fmt.Errorf("hold slot %s: %w", s, err)
 		}

@@ -17,6 +17,8 @@ import (
 type identityFlags struct {
 	workerFile string
 	insecure   bool
+	// worker is the workers' credentials, once scheme has read them.
+	worker string
 }
 
 // register binds --zk-worker-auth-file, and --zk-insecure when
@@ -63,5 +65,8 @@ func (f *identityFlags) scheme(auth string, required bool) (tree.FleetACL, bool,
 		return tree.FleetACL{}, false, fmt.Errorf("--zk-worker-auth-file %q: %w", f.workerFile, err)
 	}
 	s, err := tree.NewFleetACL(auth, worker)
+	if err == nil {
+		f.worker = worker
+	}
 	return s, err == nil, err
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
+	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 )
 
 // runSecure is snowflakectl secure: it re-ACLs an existing fleet's tree to
@@ -68,6 +69,14 @@ func runSecure(args []string, in input, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
+	// Lease and standby nodes made before WorkerNodeACL carry the workers'
+	// identity with admin: only that identity can bring them over.
+	if ids.worker != z.auth {
+		if err := zkconn.AddAuth(ctx, conn, ids.worker); err != nil {
+			fmt.Fprintf(stderr, "snowflakectl secure: the workers' identity: %v\n", err)
+			return exitFailure
+		}
+	}
 	res, err := tree.SecureTree(ctx, conn, z.root, scheme)
 	for _, p := range res.Made {
 		fmt.Fprintf(stdout, "made %s\n", p)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/zktest"
@@ -114,6 +115,20 @@ func TestSecureCommand(t *testing.T) {
 	}
 	if err != nil {
 		t.Fatalf("the workers' identity cannot write a slot node after secure: %v", err)
+	}
+	// A lease node an older build made (the workers' identity with admin)
+	// is brought over to world:anyone:r: secure authenticates as both.
+	oldLease, err := worker.Create(zklayout.LeasesPath(root)+"/dc00-m01-", []byte(`{}`), zk.FlagEphemeral|zk.FlagSequence, tree.ACL("worker:wk-pass-0123456789"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	errb.Reset()
+	if rc := runSecure(append(args, "--yes"), input{}, &out, &errb); rc != exitOK || !strings.Contains(out.String(), "1 node(s) changed") {
+		t.Fatalf("secure of a lease node made by an older build: rc %d, %q, %q; want it changed", rc, out.String(), errb.String())
+	}
+	if acl, _, err := world.GetACL(oldLease); err != nil || !tree.SameACL(acl, tree.WorkerNodeACL(true)) {
+		t.Fatalf("ACL of %s after secure: %s, %v; want %s", oldLease, tree.FormatACL(acl), err, tree.FormatACL(tree.WorkerNodeACL(true)))
 	}
 	// repair given the operator's credentials only reads the workers'
 	// identity from the tree: the slot node it makes is theirs to write.

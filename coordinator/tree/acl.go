@@ -20,11 +20,15 @@ import (
 //	root, slots/         cdrwa     (world's r)   r
 //	leases/, standby/    cdrwa     cd            r
 //	slots/dcNN-mNN       cdrwa     rw            r
-//	lease, standby node  -         cdrwa         r      (made by the worker)
+//	lease, standby node  (world's r) (world's r)  r     (made by the worker)
 //
 // ZooKeeper checks delete on the parent, so the worker's cd on leases/ and
 // standby/ lets it delete its own nodes (and the operator delete any); its
-// rw on the slot nodes is what the fenced Multi writes. Without credentials
+// rw on the slot nodes is what the fenced Multi writes. A lease or standby
+// node is written once, at its create, and never again, so nobody is given
+// write or admin on it: no identity, the workers' included, can re-point a
+// live lease node at another address or open it to the world
+// (WorkerNodeACL). Without credentials
 // (--zk-insecure) every node is world cdrwa, as the world can then do
 // anything anyway.
 
@@ -113,15 +117,28 @@ func (a FleetACL) For(root, p string) []zk.ACL {
 	return a.Root()
 }
 
-// ACL is the ACL a worker creates its own nodes with (lease and standby
-// nodes): with auth, its digest identity may do everything and the world
-// only read; without auth, the world may do everything.
+// WorkerNodeACL is the ACL a worker makes its lease and standby nodes
+// with: in a secured fleet the world reads them and nobody may write them
+// or change their ACL (the create writes the node's only data; delete is
+// the parent's right); in an insecure one (no credentials), as every node
+// there, the world may do everything.
+func WorkerNodeACL(secured bool) []zk.ACL {
+	if !secured {
+		return zk.WorldACL(zk.PermAll)
+	}
+	return zk.WorldACL(zk.PermRead)
+}
+
+// ACL is the ACL an identity's own nodes carry: with auth, its digest
+// identity may do everything and the world only read; without auth, the
+// world may do everything. (Workers made their lease and standby nodes
+// with it before WorkerNodeACL; snowflakectl secure brings those over.)
 func ACL(auth string) []zk.ACL {
 	id, err := DigestID(auth)
 	if auth == "" || err != nil {
 		return zk.WorldACL(zk.PermAll)
 	}
-	return ACLForID(id.ID)
+	return append([]zk.ACL{{Perms: zk.PermAll, Scheme: "digest", ID: id.ID}}, zk.WorldACL(zk.PermRead)...)
 }
 
 // WorldWrites reports whether acl lets a client without credentials do more

@@ -35,10 +35,11 @@ type ACLChange struct {
 // the lease and standby nodes that exist) to the scheme's (see FleetACL),
 // making standby/ if it is missing. A node whose ACL is the scheme's
 // already is left alone, so a second run changes nothing. The lease and
-// standby nodes are the workers': worker cdrwa, world read. conn must hold
-// an identity with admin on every node (the world's, on a tree made
-// without credentials; the operator's after). It does not read or write
-// any node's data.
+// standby nodes get WorkerNodeACL: world read, nobody's write or admin.
+// conn must hold an identity with admin on every node: the world's, on a
+// tree made without credentials; the operator's after, and the workers'
+// too for lease and standby nodes made before WorkerNodeACL (worker
+// cdrwa). It does not read or write any node's data.
 func SecureTree(ctx context.Context, conn *zk.Conn, root string, scheme FleetACL) (SecureResult, error) {
 	if !zklayout.ValidRoot(root) {
 		return SecureResult{}, fmt.Errorf("secure: root %q is not an absolute znode path", root)
@@ -79,7 +80,7 @@ func secureTree(conn *zk.Conn, root string, scheme FleetACL, res *SecureResult) 
 	if err := setACLs(conn, order[1:], want, res); err != nil {
 		return err
 	}
-	own := ACLForID(scheme.WorkerID())
+	own := WorkerNodeACL(!scheme.Insecure())
 	var kids []string
 	for _, dir := range []string{zklayout.SlotsPath(root), zklayout.LeasesPath(root), StandbyPath(root)} {
 		names, _, err := conn.Children(dir)
@@ -131,15 +132,6 @@ func setACLs(conn *zk.Conn, paths []string, want map[string][]zk.ACL, res *Secur
 	})
 	sort.Slice(res.Changed, func(i, j int) bool { return res.Changed[i].Path < res.Changed[j].Path })
 	return err
-}
-
-// ACLForID is the ACL of a worker's own node (lease, standby) for its
-// digest id (user:hash): as ACL(auth) makes it, from the id alone.
-func ACLForID(id string) []zk.ACL {
-	if id == "" {
-		return zk.WorldACL(zk.PermAll)
-	}
-	return append([]zk.ACL{{Perms: zk.PermAll, Scheme: "digest", ID: id}}, zk.WorldACL(zk.PermRead)...)
 }
 
 // FleetACLFromTree is the scheme of the tree under root as its operator
