@@ -45,6 +45,8 @@ type slotUnusable struct {
 	why   unusable
 	avoid time.Duration
 	err   error // the cause
+	// reservedUntil is a far slot's stored reservation (Unix ms).
+	reservedUntil int64
 }
 
 func (u *slotUnusable) Error() string { return fmt.Sprintf("slot %s unusable: %v", u.slot, u.err) }
@@ -71,8 +73,8 @@ func missingSlot(root string, sl snowflake.Slot) *slotUnusable {
 		err: &damage{kind: "slot", path: zklayout.SlotPath(root, sl)}}
 }
 
-func farSlot(sl snowflake.Slot, avoid time.Duration) *slotUnusable {
-	return &slotUnusable{slot: sl, why: slotFar, avoid: avoid, err: errors.New("reserved too far past our clock")}
+func farSlot(sl snowflake.Slot, avoid time.Duration, reservedUntil int64) *slotUnusable {
+	return &slotUnusable{slot: sl, why: slotFar, avoid: avoid, err: errors.New("reserved too far past our clock"), reservedUntil: reservedUntil}
 }
 
 // avoided is a slot left alone until a time, and why.
@@ -84,7 +86,9 @@ type avoided struct {
 // avoidSlot leaves u's slot alone for u.avoid, and says why where an
 // operator must act: a refused or undecodable slot node at error (an
 // undecodable one counted for an alert), a missing one as damage
-// (treeMissing). A far reservation is logged where it is found (waitPast).
+// (treeMissing). A far reservation is said once a situation where it is
+// found (farFound), and summed up when nothing is left to claim
+// (sayWhyWaiting).
 func (s *claimer) avoidSlot(u *slotUnusable) {
 	c := s.c
 	switch u.why {

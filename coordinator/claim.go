@@ -97,6 +97,9 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		}
 		s.relisted = false
 		slot := free[mrand.IntN(len(free))]
+		if s.far != 0 && s.reservedFar(ctx, slot) {
+			continue // no lease node made and deleted for a slot we cannot take
+		}
 		// The create stamps its own time (observeSkew): what the worker
 		// knew before it is what a recover must have followed.
 		known := s.lastConfirmed()
@@ -148,6 +151,7 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			continue
 		}
 		s.lostRaces = 0
+		s.waiting, s.far = "", 0
 		s.hideStandby(ctx)
 		c.claims.Add(1)
 		c.m.claimTime.Observe(time.Since(start).Seconds())
@@ -303,10 +307,10 @@ func (s *claimer) everyHeld(names []string) bool {
 func (s *claimer) standby(ctx context.Context, allHeld bool) {
 	c := s.c
 	if c.getState() != StateStandby {
-		c.log.Info("every slot is held; standing by", "datacenter", c.cfg.Datacenter)
 		c.setState(StateStandby)
 		s.relist = standbyRelist
 	}
+	s.sayWhyWaiting(allHeld)
 	if allHeld {
 		s.showStandby(ctx) // once per session: holders of our range shorten
 	} else {
@@ -478,12 +482,12 @@ func (s *claimer) waitPast(ctx context.Context, l *wonLease, R int64) (bool, err
 		return true, nil
 	}
 	if gap > c.cfg.MaxReservationWait {
-		c.log.Info("slot is reserved too far past our clock; trying another",
-			"slot", l.slot, "reserved_until", time.UnixMilli(R).UTC(), "wait", gap, "max_wait", c.cfg.MaxReservationWait)
 		// Not for the whole gap: the clock may be put right meanwhile.
-		return false, farSlot(l.slot, min(gap, max(c.cfg.MaxReservationWait, time.Second)))
+		return false, s.farFound(l.slot, R)
 	}
-	c.log.Info("waiting for the clock to pass the slot's reservation", "slot", l.slot, "wait", gap)
+	c.log.Info("waiting for the slot's reservation to pass", "slot", l.slot, "reserved_until", time.UnixMilli(R).UTC(), "wait", gap)
+	c.setWaiting(ReasonReserved, R)
+	defer c.setWaiting(ReasonNoLease, 0)
 	deadline := time.Now().Add(c.cfg.MaxReservationWait + time.Second)
 	for {
 		now := c.nowMs()

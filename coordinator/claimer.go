@@ -54,6 +54,11 @@ type claimer struct {
 	// serverErrs counts the renews in a row the server answered with an
 	// error (writeServerError), for the log.
 	serverErrs int
+	// waiting is the situation the claim loop last logged as why it takes
+	// no slot (sayWhyWaiting), "" once it claims; far counts the slots
+	// found reserved too far past our clock since then (farFound).
+	waiting string
+	far     int
 }
 
 // deleteLease deletes a lease node of ours (lost race, given up slot).

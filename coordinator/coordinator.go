@@ -71,6 +71,10 @@ type Coordinator struct {
 	// awaitingRecover: the ensemble went back in time and we wait for
 	// snowflakectl recover (rollback.go).
 	awaitingRecover atomic.Bool
+	// waitReason and waitReserved are what a coordinator without a lease
+	// waits for (setWaiting): a Reason, and a reservation's Unix ms.
+	waitReason   atomic.Uint32
+	waitReserved atomic.Int64
 	// refused: the ensemble refuses our session's reconnect (refusal.go);
 	// the session's loops return and Run opens a new one.
 	refused atomic.Bool
@@ -223,6 +227,9 @@ func (c *Coordinator) runSession(ctx context.Context, prev *claimer) (*claimer, 
 	}
 	conn := zs.conn
 	c.refused.Store(false)
+	// Connected, or about to be: not "disconnected" from an earlier
+	// session while this one waits for the root or for recover.
+	c.setState(StateConnecting)
 	wctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	go c.watchRefusal(wctx, conn)

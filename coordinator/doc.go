@@ -28,14 +28,16 @@
 // tree.ErrUntrustedTree), claim.go (the lease type; list leases/, create
 // our node, the lowest sequence wins, wait past the stored reservation R,
 // the first fenced write), hold.go (the generator is made and IDs are
-// served; the renew loop, shortened while a standby waits; a lost lease),
+// served; the renew loop, shortened while a standby waits; a lost lease;
+// outage.go, an outage of ZooKeeper said once when it starts and ends),
 // standby.go (the standby nodes: made by a standby, listed by holders),
 // release.go (seal, lower the reservation, delete the node). Below them:
 // fence.go (the reservation rule, the one helper that writes a
 // reservation, the fenced Multi and how its result is classified, the skew
 // it measures), avoid.go (a slot found unusable: refused, undecodable,
 // missing or reserved too far ahead, reported by the steps and avoided by
-// the claim and hold loops alone), claimer.go (one Run's claim state on its
+// the claim and hold loops alone; waiting.go says once a situation why
+// none can be claimed), claimer.go (one Run's claim state on its
 // ZooKeeper session), session.go (that session: dialled, its events,
 // credentials, bounded calls, the protected create and the guaranteed
 // delete of our nodes), rollback.go and refusal.go (an ensemble seen gone

@@ -42,7 +42,10 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 	defer t.Stop()
 	orphanTick := time.NewTicker(orphanRelist)
 	defer orphanTick.Stop()
-	var steps clockSteps
+	var (
+		steps clockSteps
+		away  outage
+	)
 	c.observeClock(&steps)
 	for {
 		select {
@@ -87,7 +90,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 			return
 		}
 		if zs != zk.StateHasSession {
-			c.setState(StateDisconnected)
+			away.gone(c, l, zs.String())
 			continue
 		}
 		s.listStandbys(ctx) // a standby waiting shortens this renew
@@ -95,9 +98,9 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 		u, _ := unusableSlot(err) // why the slot cannot be served, if it cannot
 		switch res {
 		case writeOK:
-			c.setState(StateServing)
+			away.back(c, l)
 		case writeUnknown:
-			c.setState(StateDisconnected) // serving up to the confirmed ceiling
+			away.gone(c, l, "no answer to the renew") // serving up to the confirmed ceiling
 		case writeServerError:
 			// Connected, but the server refused this write for a reason of
 			// its own (a quota, throttling): keep serving up to the

@@ -2,6 +2,8 @@ package coordinator
 
 import (
 	"fmt"
+	"time"
+
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -24,7 +26,28 @@ const (
 	// ReasonSkew: the clock is further than MaxSkew off the ZooKeeper
 	// leader's.
 	ReasonSkew
+	// ReasonRootMissing: no lease, because the fleet's root is missing or
+	// not finished: snowflakectl init makes it (a worker never does).
+	ReasonRootMissing
+	// ReasonAwaitingRecover: no lease, because the ensemble went back in
+	// time (restored from a backup) and snowflakectl recover has not run.
+	ReasonAwaitingRecover
+	// ReasonReserved: no lease yet, because the free slots are reserved
+	// past the clock (after init or recover, for the fleet's bound):
+	// Readiness.ReservedUntilMs is the earliest.
+	ReasonReserved
 )
+
+// Leaseless reports a reason that means no lease is held: no_lease, or
+// what the lease waits for (root_missing, awaiting_recover,
+// reserved_until). Such a verdict has no figures to show.
+func (r Reason) Leaseless() bool {
+	switch r {
+	case ReasonNoLease, ReasonRootMissing, ReasonAwaitingRecover, ReasonReserved:
+		return true
+	}
+	return false
+}
 
 func (r Reason) String() string {
 	switch r {
@@ -38,6 +61,12 @@ func (r Reason) String() string {
 		return "clock_back"
 	case ReasonSkew:
 		return "skew"
+	case ReasonRootMissing:
+		return "root_missing"
+	case ReasonAwaitingRecover:
+		return "awaiting_recover"
+	case ReasonReserved:
+		return "reserved_until"
 	}
 	return "unknown"
 }
@@ -47,7 +76,8 @@ func (r Reason) String() string {
 // and INFO only format it.
 type Readiness struct {
 	// Reason is ReasonNone when ready, else the first condition that failed,
-	// in the order of the constants.
+	// in the order of the constants; without a lease, ReasonNoLease or
+	// what the lease waits for (root missing, recover, a reservation).
 	Reason Reason
 	// State and Slot are the coordinator's state and the slot held ("" if
 	// none).
@@ -63,6 +93,8 @@ type Readiness struct {
 	// MaxBehindMs is how far behind LastIssuedMs the clock may be while
 	// ready: MaxRollbackWait with Refuse, MaxClockLead with Logical.
 	MaxBehindMs int64
+	// ReservedUntilMs is the reservation a ReasonReserved lease waits for.
+	ReservedUntilMs int64
 }
 
 // Ready reports whether IDs may be issued.
@@ -70,11 +102,16 @@ func (r Readiness) Ready() bool { return r.Reason == ReasonNone }
 
 // String is the verdict as a readiness probe shows it: the reason as its
 // first word, so that a probe's log or a runbook can match on it, then the
-// figures it was reached from ("no_lease (state claiming)", or "ready (slot
+// figures it was reached from ("no_lease (state claiming)", "root_missing
+// (state connecting)", "awaiting_recover (state claiming)",
+// "reserved_until 2026-12-06T11:30:41.5Z (state standby)", or "ready (slot
 // dc07-m13, state serving, now_ms …, ceiling_ms …, last_issued_ms …,
 // skew_ms …)").
 func (r Readiness) String() string {
-	if r.Reason == ReasonNoLease {
+	switch {
+	case r.Reason == ReasonReserved:
+		return fmt.Sprintf("%s %s (state %s)", r.Reason, time.UnixMilli(r.ReservedUntilMs).UTC().Format(time.RFC3339Nano), r.State)
+	case r.Reason.Leaseless():
 		return fmt.Sprintf("%s (state %s)", r.Reason, r.State)
 	}
 	return fmt.Sprintf("%s (slot %s, state %s, now_ms %d, ceiling_ms %d, last_issued_ms %d, skew_ms %d)",
@@ -117,7 +154,7 @@ func (c *Coordinator) readiness() Readiness {
 	}
 	g := c.gen.Load()
 	if g == nil {
-		r.Reason = ReasonNoLease
+		r.Reason, r.ReservedUntilMs = c.waitingFor()
 		return r
 	}
 	r.CeilingMs, r.LastIssuedMs = g.Ceiling(), g.LastMs()

@@ -65,6 +65,9 @@ func TestRestoreFromBackup(t *testing.T) {
 	copyDir(t, backup, zs.DataDir())
 	zs.Restart()
 	waitFor(t, 15*time.Second, "A sees the ensemble went back and waits for recover", a.c.awaitingRecover.Load)
+	if r := a.c.Readiness(); r.Reason != ReasonAwaitingRecover || r.State == StateDisconnected || !strings.HasPrefix(r.String(), "awaiting_recover") {
+		t.Fatalf("A's readiness while it waits for recover: %s; want awaiting_recover, and not disconnected (it is connected)", r)
+	}
 	for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if a.c.Ready() || a.c.Generator() != nil {
 			t.Fatal("A claimed from a rolled-back tree")

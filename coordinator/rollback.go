@@ -68,6 +68,8 @@ func (s *claimer) awaitRecover(ctx context.Context, seq, since int64) error {
 	c.m.rollbacks.Inc()
 	c.awaitingRecover.Store(true)
 	defer c.awaitingRecover.Store(false)
+	c.setWaiting(ReasonAwaitingRecover, 0)
+	defer c.setWaiting(ReasonNoLease, 0)
 	c.log.Error("zookeeper went back in time (restored from a backup?); not claiming until snowflakectl recover runs", "error", ErrWentBack,
 		"root", c.cfg.Root, "lease_sequence", seq, "seen_before", s.rollback.seen,
 		"fix", "snowflakectl recover (deploy/runbook.md: ZooKeeper was restored from a backup)")

@@ -28,6 +28,7 @@ func (s *claimer) checkRoot(ctx context.Context) error {
 	for {
 		err := s.tryCheckRoot(ctx)
 		if err == nil {
+			s.c.setWaiting(ReasonNoLease, 0)
 			return nil
 		}
 		if errors.Is(err, tree.ErrLayoutMismatch) || errors.Is(err, tree.ErrFleetOverlap) || errors.Is(err, tree.ErrOutsideFleet) ||
@@ -40,9 +41,11 @@ func (s *claimer) checkRoot(ctx context.Context) error {
 		wait := 500 * time.Millisecond
 		switch {
 		case errors.Is(err, tree.ErrDamaged):
+			s.c.setWaiting(ReasonRootMissing, 0)
 			s.c.treeMissing(err)
 			wait = damagedRecheck
 		case errors.Is(err, tree.ErrRootFilling):
+			s.c.setWaiting(ReasonRootMissing, 0)
 			s.c.log.Warn("root is not finished; waiting for snowflakectl init", "root", s.c.cfg.Root, "error", err)
 			wait = damagedRecheck
 		default:

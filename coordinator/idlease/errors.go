@@ -3,6 +3,7 @@ package idlease
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
 )
@@ -25,8 +26,9 @@ var (
 // context.Canceled or a cause).
 type NotReadyError struct {
 	// Readiness is the lease's verdict when the wait ended: its Reason
-	// (no_lease while claiming, ceiling_passed while ZooKeeper is away,
-	// clock_back, skew), its State and Slot.
+	// (no_lease while claiming, root_missing before init, awaiting_recover,
+	// reserved_until after init or recover, ceiling_passed while ZooKeeper
+	// is away, clock_back, skew), its State and Slot.
 	Readiness coordinator.Readiness
 	// Last is the generator's last refusal, nil if none was asked.
 	Last error
@@ -36,7 +38,11 @@ type NotReadyError struct {
 
 func (e *NotReadyError) Error() string {
 	r := e.Readiness
-	msg := fmt.Sprintf("idlease: no confirmed lease before the context ended (%s, state %s", r.Reason, r.State)
+	why := r.Reason.String()
+	if r.Reason == coordinator.ReasonReserved {
+		why += " " + time.UnixMilli(r.ReservedUntilMs).UTC().Format(time.RFC3339Nano)
+	}
+	msg := fmt.Sprintf("idlease: no confirmed lease before the context ended (%s, state %s", why, r.State)
 	if r.Slot != "" {
 		msg += ", slot " + r.Slot
 	}

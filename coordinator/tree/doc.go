@@ -39,5 +39,6 @@
 // and the overlaps between them), slotmap.go (the read-only slot map for
 // operators), init.go (InitRoot), slotnodes.go (the slot nodes made in
 // batched Multis, and RepairSlots), recover.go (RecoverRoot), secure.go
-// (SecureTree).
+// (SecureTree), zktime.go (ZooKeeper's time, which repair and recover
+// count a reservation from).
 package tree
