@@ -21,6 +21,8 @@ type Lease struct {
 	cfg Config
 	log hclog.Logger
 	m   *metrics
+	// reg is what New registered, which Close unregisters (nil: none).
+	reg *registered
 
 	startOnce sync.Once
 	stop      context.CancelFunc
@@ -44,7 +46,8 @@ type Lease struct {
 //
 // log may be nil (no logs); reg may be nil (no metrics), else the
 // coordinator's snowflake_coordinator_* and snowflake_idlease_* are
-// registered in it.
+// registered in it until Close, so a lease opened again after Close may
+// use the same registry (two leases open at once need a registry each).
 func Open(ctx context.Context, cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Lease, error) {
 	l, err := New(cfg, log, reg)
 	if err != nil {
@@ -67,15 +70,22 @@ func New(cfg Config, log hclog.Logger, reg prometheus.Registerer) (*Lease, error
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	var rr *registered
+	if reg != nil {
+		rr = &registered{reg: reg}
+		reg = rr
+	}
 	c, err := coordinator.New(cfg.Config, log, reg)
-	if err != nil {
-		return nil, fmt.Errorf("idlease: %w", err)
+	if err == nil {
+		var m *metrics
+		if m, err = newMetrics(reg); err == nil {
+			return &Lease{c: c, cfg: cfg, log: log, m: m, reg: rr, done: make(chan struct{})}, nil
+		}
 	}
-	m, err := newMetrics(reg)
-	if err != nil {
-		return nil, fmt.Errorf("idlease: %w", err)
+	if rr != nil {
+		rr.unregisterAll() // what was registered before the failure
 	}
-	return &Lease{c: c, cfg: cfg, log: log, m: m, done: make(chan struct{})}, nil
+	return nil, fmt.Errorf("idlease: %w", err)
 }
 
 // Start runs the lease on goroutines of its own: it claims a slot, keeps
@@ -112,6 +122,9 @@ func (l *Lease) Close() error {
 		l.stop()
 	}
 	<-l.done
+	if l.reg != nil {
+		l.reg.unregisterAll()
+	}
 	return l.runErr
 }
 

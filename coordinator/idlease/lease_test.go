@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -391,5 +392,47 @@ func TestEmbeddedReadyHandler(t *testing.T) {
 	}
 	if code, body := get(); code != http.StatusOK {
 		t.Fatalf("ready: %d %q", code, body)
+	}
+}
+
+// Close unregisters what Open registered (#42 item 5): a program that
+// closes its lease and opens another on the same registry (a reconnect, a
+// test suite) used to fail with "duplicate metrics collector registration
+// attempted". Two leases open at once on one registry still fail, naming
+// the collision.
+func TestEmbeddedReopenOnSameRegistry(t *testing.T) {
+	zs := zktest.Start(t)
+	obs := dial(t, zs.Addr())
+	initRoot(t, obs, "/reopen")
+	reg := prometheus.NewRegistry()
+	cfg := testConfig("/reopen", zs.Addr())
+	open := func(name string) (*Lease, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return Open(ctx, cfg, testLogger(t, name), reg)
+	}
+	a, err := open("A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gauge(t, reg, "snowflake_coordinator_ready") != 1 {
+		t.Fatal("A's readiness is not in the registry")
+	}
+	if b, err := open("B"); err == nil || !strings.Contains(err.Error(), "duplicate") {
+		if b != nil {
+			_ = b.Close()
+		}
+		t.Fatalf("a second lease on the registry while A is open: %v; want the duplicate registration refused", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := open("C")
+	if err != nil {
+		t.Fatalf("a lease opened again on the registry after Close: %v", err)
+	}
+	defer c.Close()
+	if _, err := c.Next(context.Background()); err != nil || gauge(t, reg, "snowflake_coordinator_ready") != 1 {
+		t.Fatalf("C: %v; want it issuing, its gauges in the registry", err)
 	}
 }
