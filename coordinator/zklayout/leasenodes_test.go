@@ -3,8 +3,6 @@ package zklayout
 import (
 	"context"
 	"fmt"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
@@ -61,26 +59,6 @@ func (f *leaseFixture) lease(t *testing.T, s snowflake.Slot, addr string, epheme
 	return p[len(LeasesPath(f.root))+1:]
 }
 
-var consLine = regexp.MustCompile(`recved=(\d+),sent=\d+,sid=0x([0-9a-f]+)`)
-
-// received is how many requests the ZooKeeper server has received on the
-// session sid (its cons command: pings included).
-func (f *leaseFixture) received(t *testing.T, sid int64) int {
-	t.Helper()
-	out, err := zktest.FourLetter(f.zk.Addr(), "cons", 2*time.Second)
-	if err != nil {
-		t.Fatalf("cons: %v", err)
-	}
-	for _, m := range consLine.FindAllStringSubmatch(out, -1) {
-		if id, _ := strconv.ParseUint(m[2], 16, 64); int64(id) == sid {
-			n, _ := strconv.Atoi(m[1])
-			return n
-		}
-	}
-	t.Fatalf("cons lists no session %x:\n%s", sid, out)
-	return 0
-}
-
 // next waits for the watcher's next list of want leases.
 func next(t *testing.T, ch <-chan []LeaseInfo, want int) []LeaseInfo {
 	t.Helper()
@@ -120,21 +98,21 @@ func TestWatchLeasesReadsEachNodeOnce(t *testing.T) {
 	ch := WatchLeases(ctx, w, f.root)
 	next(t, ch, n)
 
-	before := f.received(t, w.SessionID())
+	before := f.zk.Received(t, w.SessionID())
 	f.lease(t, slotAt(n), "10.0.0.2:7609", true)
 	next(t, ch, n+1)
-	added := f.received(t, w.SessionID()) - before
+	added := f.zk.Received(t, w.SessionID()) - before
 	// One list (re-arming the watch) and one read; a ping may fall in.
 	if added < 2 || added > 3 {
 		t.Errorf("a lease added among %d: the watcher sent %d requests; want 2 (a list and a read of the new node), 3 with a ping", n, added)
 	}
 
-	before = f.received(t, w.SessionID())
+	before = f.zk.Received(t, w.SessionID())
 	if err := f.conn.Delete(LeasesPath(f.root)+"/"+first, -1); err != nil {
 		t.Fatal(err)
 	}
 	next(t, ch, n)
-	if removed := f.received(t, w.SessionID()) - before; removed > 2 {
+	if removed := f.zk.Received(t, w.SessionID()) - before; removed > 2 {
 		t.Errorf("a lease removed among %d: the watcher sent %d requests; want 1 (a list), 2 with a ping", n+1, removed)
 	}
 }
