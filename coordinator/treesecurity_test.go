@@ -178,8 +178,9 @@ func TestWorkerRefusesWorldWritableTree(t *testing.T) {
 	// An identity the tree does not grant what a worker needs is refused too.
 	stranger := cfg
 	stranger.Auth = "stranger:pw"
-	if err, _ := runUntilErr(t, stranger); !errors.Is(err, tree.ErrUntrustedTree) || !strings.Contains(err.Error(), "lacks") {
-		t.Fatalf("worker whose identity the tree does not grant: %v; want ErrUntrustedTree saying what it lacks", err)
+	if err, _ := runUntilErr(t, stranger); !errors.Is(err, tree.ErrUntrustedTree) || !strings.Contains(err.Error(), "lacks") ||
+		!strings.Contains(err.Error(), "--zk-worker-auth-file") || strings.Contains(err.Error(), "run snowflakectl secure --zk-auth-file") {
+		t.Fatalf("worker whose identity the tree does not grant: %v; want ErrUntrustedTree saying what it lacks and which identity to give, not to secure a protected tree", err)
 	}
 }
 

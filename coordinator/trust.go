@@ -14,6 +14,10 @@ import (
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
+// identityHint is what a protected tree that grants our identity nothing
+// tells the operator: the workers' identity is another one.
+const identityHint = "give the workers' identity, the file given to snowflakectl init or secure as --zk-worker-auth-file (snowflaked --zk-auth-file), or run snowflakectl secure with this identity as the workers'"
+
 // secureHint is what an untrusted tree's error tells the operator to run.
 const secureHint = "run snowflakectl secure --zk-auth-file OPERATOR --zk-worker-auth-file WORKER (deploy/runbook.md: the fleet's tree is not protected)"
 
@@ -50,9 +54,10 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 		want[n.path], paths[i] = n.perms, n.path
 	}
 	var (
-		mu   sync.Mutex
-		bad  []string
-		gone []string
+		mu      sync.Mutex
+		bad     []string
+		gone    []string
+		lacking int // of bad, those the world may not write: our identity lacks a right
 	)
 	err := s.call(ctx, tree.ScanTimeout, func() error {
 		return zkconn.ForEach(paths, func(p string) error {
@@ -70,6 +75,9 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 			if why != "" {
 				mu.Lock()
 				bad = append(bad, fmt.Sprintf("%s (ACL %s: %s)", p, tree.FormatACL(acl), why))
+				if !tree.WorldWrites(acl) {
+					lacking++
+				}
 				mu.Unlock()
 			}
 			return nil
@@ -84,12 +92,17 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 		}
 	}
 	if len(bad) > 0 {
+		hint := secureHint
+		if lacking == len(bad) {
+			// Protected, but not for us: the wrong identity, most often.
+			hint = identityHint
+		}
 		more := ""
 		if len(bad) > 3 {
 			more = fmt.Sprintf(" and %d more", len(bad)-3)
 			bad = bad[:3]
 		}
-		return fmt.Errorf("%w: refusing to serve from root %s: %v%s; %s", tree.ErrUntrustedTree, root, bad, more, secureHint)
+		return fmt.Errorf("%w: refusing to serve from root %s: %v%s; %s", tree.ErrUntrustedTree, root, bad, more, hint)
 	}
 	return nil
 }
