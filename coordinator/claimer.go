@@ -49,6 +49,9 @@ type claimer struct {
 	standbyNames   []string
 	standbyOrphans []string
 	standbyList    chan standbyListing
+	// standbyKinds says of each node listed in standby/ whether a live
+	// session holds it (read once a node): a persistent one is no standby.
+	standbyKinds map[string]bool
 	// shortened: the last renew used StandbyHorizon (for the log).
 	shortened bool
 	// serverErrs counts the renews in a row the server answered with an

@@ -218,6 +218,10 @@ func (s *claimer) listStandbys(ctx context.Context) {
 	if s.standbyList == nil {
 		ch := make(chan standbyListing, 1)
 		s.standbyList = ch
+		known := make(map[string]bool, len(s.standbyKinds))
+		for n := range s.standbyKinds {
+			known[n] = true
+		}
 		go func() {
 			var names []string
 			err := s.call(ctx, 0, func() (err error) {
@@ -227,6 +231,7 @@ func (s *claimer) listStandbys(ctx context.Context) {
 			r := standbyListing{err: err}
 			if err == nil {
 				r.names = names // else possibly abandoned to the call: not to be read
+				r.ephemeral = s.readStandbyKinds(ctx, names, known)
 			}
 			ch <- r
 		}()
@@ -240,13 +245,16 @@ func (s *claimer) listStandbys(ctx context.Context) {
 		case errors.Is(r.err, zk.ErrNoNode):
 			s.standbyNames, s.standbyOrphans = nil, nil
 		case r.err == nil:
+			s.noteStandbyKinds(r.names, r.ephemeral)
 			// Our own nodes (a standby node of ours left behind) wait for
 			// nothing: they do not count, and the orphan tick deletes them.
+			// Nor does a persistent node: no standby made it.
 			var others, ours []string
 			for _, n := range r.names {
-				if s.ownStandby(n) {
+				switch {
+				case s.ownStandby(n):
 					ours = append(ours, n)
-				} else {
+				case s.standbyKinds[n]:
 					others = append(others, n)
 				}
 			}
@@ -262,6 +270,9 @@ func (s *claimer) listStandbys(ctx context.Context) {
 type standbyListing struct {
 	names []string
 	err   error
+	// ephemeral says, of each name not known before the listing, whether
+	// a live session holds it (read once: a node's kind never changes).
+	ephemeral map[string]bool
 }
 
 // horizonFor is the horizon a holder reserves with: StandbyHorizon while a
@@ -271,4 +282,52 @@ func (c *Coordinator) horizonFor(standbyWaiting bool) time.Duration {
 		return c.cfg.standbyHorizon()
 	}
 	return c.cfg.Horizon
+}
+
+// readStandbyKinds reads, for each name in standby/ not in known, whether
+// a live session holds it (its ephemeralOwner): one read a new node, not
+// one a listing. It runs on the listing's goroutine: it reads nothing of
+// the claimer's but its session. A node gone meanwhile is left out (the next listing
+// drops it); a read that fails is tried again at the next listing.
+func (s *claimer) readStandbyKinds(ctx context.Context, names []string, known map[string]bool) map[string]bool {
+	kinds := map[string]bool{}
+	for _, n := range names {
+		if known[n] {
+			continue
+		}
+		var st *zk.Stat
+		err := s.call(ctx, 0, func() (err error) {
+			_, st, err = s.conn.Exists(tree.StandbyPath(s.c.cfg.Root) + "/" + n)
+			return err
+		})
+		if err == nil && st != nil {
+			kinds[n] = st.EphemeralOwner != 0
+		}
+	}
+	return kinds
+}
+
+// noteStandbyKinds keeps what readStandbyKinds read, for the names still
+// listed, and says once of a persistent node that it is damage: it counts
+// as no standby, and shortens no horizon.
+func (s *claimer) noteStandbyKinds(names []string, kinds map[string]bool) {
+	listed := make(map[string]bool, len(names))
+	for _, n := range names {
+		listed[n] = true
+	}
+	for n := range s.standbyKinds {
+		if !listed[n] {
+			delete(s.standbyKinds, n)
+		}
+	}
+	if s.standbyKinds == nil {
+		s.standbyKinds = map[string]bool{}
+	}
+	for n, ephemeral := range kinds {
+		s.standbyKinds[n] = ephemeral
+		if !ephemeral {
+			s.c.log.Warn("a persistent node in standby/ is no standby: not counted (no horizon is shortened for it)",
+				"znode", tree.StandbyPath(s.c.cfg.Root)+"/"+n, "fix", "delete it")
+		}
+	}
 }
