@@ -99,8 +99,14 @@ func (c *Client) do(ctx context.Context, e *endpoint, req func(*Conn) error) err
 		deadline, callers = d, true
 	}
 	_ = conn.SetDeadline(deadline)
+	// Every ID the worker returned before this request began is below what
+	// it answers now, on this connection or any other (ascend).
+	conn.last = max(conn.last, e.high.Load())
 	err = req(conn)
 	broken := conn.Broken()
+	if err == nil {
+		e.raiseHigh(conn.last)
+	}
 	e.release(conn)
 	if err == nil {
 		c.m.ok.Inc()
@@ -120,10 +126,16 @@ func (c *Client) failed(ctx context.Context, e *endpoint, started int64, err err
 	var (
 		re *ReplyError
 		se *SlotError
+		oe *OrderError
 	)
 	switch {
 	case errors.As(err, &se):
 		c.m.slotMismatches.Inc()
+		c.m.broken.Inc()
+		c.backoff(e, started, err)
+		return err
+	case errors.As(err, &oe):
+		c.m.orderErrors.Inc()
 		c.m.broken.Inc()
 		c.backoff(e, started, err)
 		return err

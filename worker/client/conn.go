@@ -40,6 +40,11 @@ type Conn struct {
 	// carry, the one of the lease node the worker was found by; -1: any
 	// (a static list, a Conn dialed by hand).
 	wantSlot int32
+	// last is the highest ID this connection has returned, or that its
+	// worker had returned on any connection when the request began: the
+	// worker issues in ascending order, and a request sent after a reply is
+	// answered after it, so every ID it returns now is above it (ascend).
+	last int64
 	// ranges is whether the worker answers NEXTRANGE (ranges.go); scratch
 	// holds the NEXTIDS replies that stand in for it where it does not.
 	ranges  rangeSupport
@@ -59,6 +64,19 @@ func (c *Conn) checkSlot(id int64) error {
 	}
 	c.broken = true // not pooled again: redialed once discovery has caught up
 	return &SlotError{Addr: c.addr, Want: snowflake.SlotAt(int(c.wantSlot)), Got: snowflake.SlotAt(int(id >> slotShift & slotMask)), ID: id}
+}
+
+// ascend records that the connection returned first..last, and is an
+// *OrderError when first is not above every ID it returned before: a
+// worker repeating IDs (restored from a backup without recover, a clock
+// gone back without its guard, or not a snowfleet worker at all).
+func (c *Conn) ascend(first, last int64) error {
+	if first <= c.last {
+		c.broken = true
+		return &OrderError{Addr: c.addr, Previous: c.last, ID: first}
+	}
+	c.last = last
+	return nil
 }
 
 // Dial connects to a worker at addr (host:port) in plaintext, without a
@@ -146,6 +164,9 @@ func (c *Conn) ReceiveNext() (int64, error) {
 		if err := c.checkSlot(v); err != nil {
 			return 0, err
 		}
+		if err := c.ascend(v, v); err != nil {
+			return 0, err
+		}
 		return v, nil
 	case '-':
 		return 0, c.replyError(line[1:])
@@ -193,6 +214,9 @@ func (c *Conn) ReceiveNextN(dst []int64) error {
 				return err
 			}
 		}
+	}
+	if len(dst) > 0 {
+		return c.ascend(dst[0], dst[len(dst)-1])
 	}
 	return nil
 }

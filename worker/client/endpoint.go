@@ -45,6 +45,9 @@ type endpoint struct {
 	// before it, and say nothing new about the worker. Under mu.
 	failedAt int64
 	closed   atomic.Bool
+	// high is the highest ID the worker returned on any connection: a
+	// request begun after it was recorded must get IDs above it (Conn.last).
+	high atomic.Int64
 }
 
 func newEndpoint(addr string, slot int32, pool int) *endpoint {
@@ -189,4 +192,14 @@ func (e *endpoint) succeeded(started int64) bool {
 func (e *endpoint) close() {
 	e.closed.Store(true)
 	e.drain()
+}
+
+// raiseHigh records id as returned by the worker, if above what was.
+func (e *endpoint) raiseHigh(id int64) {
+	for {
+		h := e.high.Load()
+		if id <= h || e.high.CompareAndSwap(h, id) {
+			return
+		}
+	}
 }

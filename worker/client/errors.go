@@ -32,6 +32,24 @@ const (
 	CodeErr = resp.CodeErr
 )
 
+// OrderError: a worker returned an ID not above one it had returned
+// before the request began: it repeats IDs (a worker of a fleet
+// restored from a backup without recover, one whose clock went back past
+// its guard, or a server that is not a snowfleet worker). The IDs of the
+// reply are dropped, the worker is backed off and the call goes on
+// elsewhere; snowflake_client_order_errors_total counts it.
+type OrderError struct {
+	// Addr is the worker that answered.
+	Addr string
+	// Previous is the highest ID the worker had returned, ID the one not
+	// above it.
+	Previous, ID int64
+}
+
+func (e *OrderError) Error() string {
+	return fmt.Sprintf("worker %s: ID %d is not above %d, which it returned before: it repeats IDs", e.Addr, e.ID, e.Previous)
+}
+
 // SlotError: a worker returned an ID of another slot than the one its lease
 // node, by which the client found it, names: a stale listing (the worker
 // claimed another slot since) or a worker that is not what the lease node

@@ -28,6 +28,7 @@ type metrics struct {
 	endpoints                                prometheus.GaugeFunc
 	prefetchDropped                          prometheus.Counter
 	slotMismatches                           prometheus.Counter
+	orderErrors                              prometheus.Counter
 }
 
 // newMetrics registers the client's metrics in reg (if not nil), each with
@@ -72,6 +73,11 @@ func newMetrics(reg prometheus.Registerer, constLabels map[string]string, buffer
 			Help:        "Replies dropped because an ID was not of the slot the worker's lease node names (a stale listing, or a forged lease node); the worker is backed off.",
 			ConstLabels: labels,
 		}),
+		orderErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "snowflake_client_order_errors_total",
+			Help:        "Replies dropped because an ID was not above one the worker had returned before the request (it repeats IDs); the worker is backed off.",
+			ConstLabels: labels,
+		}),
 		prefetchDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name:        "snowflake_client_prefetch_dropped_total",
 			Help:        "Prefetched IDs dropped unused because they grew older than MaxStaleness (Config.Prefetch).",
@@ -84,7 +90,7 @@ func newMetrics(reg prometheus.Registerer, constLabels map[string]string, buffer
 		ConstLabels: labels,
 	}, buffered)
 	if reg != nil {
-		for _, col := range []prometheus.Collector{requests, m.retries, m.backoffs, m.failures, m.endpoints, m.prefetchDropped, m.slotMismatches, prefetched} {
+		for _, col := range []prometheus.Collector{requests, m.retries, m.backoffs, m.failures, m.endpoints, m.prefetchDropped, m.slotMismatches, m.orderErrors, prefetched} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("client: register metrics: %w", err)
 			}

@@ -74,6 +74,9 @@ func (c *Conn) ReceiveNextRange(n int) (int64, error) {
 	if err := c.checkSlot(first); err != nil {
 		return 0, err
 	}
+	if err := c.ascend(first, first+int64(n)-1); err != nil {
+		return 0, err
+	}
 	return first, nil
 }
 
