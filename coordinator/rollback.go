@@ -79,6 +79,9 @@ func (s *claimer) awaitRecover(ctx context.Context, seq, since int64) error {
 			st   *zk.Stat
 		)
 		err := s.call(ctx, 0, func() (err error) { data, st, err = s.conn.Get(c.cfg.Root); return })
+		if err == nil || errors.Is(err, zk.ErrNoNode) {
+			c.answered()
+		}
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return &damage{kind: "root", path: c.cfg.Root}

@@ -41,10 +41,12 @@ func (s *claimer) checkRoot(ctx context.Context) error {
 		wait := 500 * time.Millisecond
 		switch {
 		case errors.Is(err, tree.ErrDamaged):
+			s.c.answered()
 			s.c.setWaiting(ReasonRootMissing, 0)
 			s.c.treeMissing(err)
 			wait = damagedRecheck
 		case errors.Is(err, tree.ErrRootFilling):
+			s.c.answered()
 			s.c.setWaiting(ReasonRootMissing, 0)
 			s.c.log.Warn("root is not finished; waiting for snowflakectl init", "root", s.c.cfg.Root, "error", err)
 			wait = damagedRecheck

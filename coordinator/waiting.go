@@ -132,3 +132,13 @@ func (s *claimer) reservedFar(ctx context.Context, sl snowflake.Slot) bool {
 	s.avoidSlot(s.farFound(sl, rec.ReservedUntilMs))
 	return true
 }
+
+// answered notes that ZooKeeper answered a call while no lease is held (a
+// root missing, a recover awaited): the coordinator is no longer
+// "disconnected" from a session it lost, but connecting, its readiness
+// saying what it waits for.
+func (c *Coordinator) answered() {
+	if c.getState() == StateDisconnected {
+		c.setState(StateConnecting)
+	}
+}
