@@ -314,6 +314,20 @@ func TestInsecureGauge(t *testing.T) {
 	}
 }
 
+// holderAndStandby makes root a secured fleet on the ZooKeeper at addr,
+// and starts A holding testSlot and B standing by for it.
+func holderAndStandby(t *testing.T, addr, root string) (pinnedConfig, *recorder, *worker, *worker) {
+	t.Helper()
+	initSecure(t, addr, root)
+	cfg := pinned(secureConfig(addr, root), testSlot)
+	rec := newRecorder()
+	a := startWorker(t, "A", cfg, rec)
+	a.waitReady(15 * time.Second)
+	b := startWorker(t, "B", cfg, rec)
+	waitFor(t, 15*time.Second, "B standing by", func() bool { return b.c.Status().State == StateStandby })
+	return cfg, rec, a, b
+}
+
 // An ACL loosened while workers run (#24 item 4): the holder keeps serving
 // (ZooKeeper has no watch on ACLs), but the slot node's ACL is read again
 // before a claim's first write, so a standby that started on a trusted
@@ -322,13 +336,7 @@ func TestInsecureGauge(t *testing.T) {
 func TestClaimRefusesSlotLoosenedWhileRunning(t *testing.T) {
 	zs := startZK(t)
 	root := "/loosened"
-	initSecure(t, zs.Addr(), root)
-	cfg := pinned(secureConfig(zs.Addr(), root), testSlot)
-	rec := newRecorder()
-	a := startWorker(t, "A", cfg, rec)
-	a.waitReady(15 * time.Second)
-	b := startWorker(t, "B", cfg, rec)
-	waitFor(t, 15*time.Second, "B standing by", func() bool { return b.c.Status().State == StateStandby })
+	cfg, rec, a, b := holderAndStandby(t, zs.Addr(), root)
 
 	op := dialAs(t, zs.Addr(), testOperator)
 	loose := append(secureScheme(t).Slot(), zk.ACL{Perms: zk.PermWrite, Scheme: "world", ID: "anyone"})
@@ -388,13 +396,7 @@ func TestSlotACLReadAtClaim(t *testing.T) {
 func TestWorkerIdentityCannotSetACL(t *testing.T) {
 	zs := startZK(t)
 	root := "/noadmin"
-	initSecure(t, zs.Addr(), root)
-	cfg := pinned(secureConfig(zs.Addr(), root), testSlot)
-	rec := newRecorder()
-	a := startWorker(t, "A", cfg, rec)
-	a.waitReady(15 * time.Second)
-	b := startWorker(t, "B", cfg, rec)
-	waitFor(t, 15*time.Second, "B standing by", func() bool { return b.c.Status().State == StateStandby })
+	_, rec, a, b := holderAndStandby(t, zs.Addr(), root)
 
 	wk := dialAs(t, zs.Addr(), testWorker)
 	var standbys []string

@@ -26,12 +26,23 @@ import (
 // the server a forged lease node points discovery at.
 func rogue(t *testing.T, s snowflake.Slot) string {
 	t.Helper()
+	var seq atomic.Int64
+	return fakeWorker(t, func() int64 {
+		n := int(seq.Add(1) % 4096)
+		id, _ := snowflake.Encode(snowflake.Fields{UnixMs: time.Now().UnixMilli(), Datacenter: s.Datacenter, Machine: s.Machine, Sequence: n})
+		return id
+	})
+}
+
+// fakeWorker is a RESP server on loopback that answers every NEXTID with
+// next(); closed with the test.
+func fakeWorker(t *testing.T, next func() int64) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	var seq atomic.Int64
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -49,9 +60,7 @@ func rogue(t *testing.T, s snowflake.Slot) string {
 					if strings.HasPrefix(line, "*") || strings.HasPrefix(line, "$") {
 						continue // the array and bulk headers of *1 $6 NEXTID
 					}
-					n := int(seq.Add(1) % 4096)
-					id, _ := snowflake.Encode(snowflake.Fields{UnixMs: time.Now().UnixMilli(), Datacenter: s.Datacenter, Machine: s.Machine, Sequence: n})
-					fmt.Fprintf(c, ":%d\r\n", id)
+					fmt.Fprintf(c, ":%d\r\n", next())
 				}
 			}()
 		}
