@@ -16,7 +16,7 @@ import (
 )
 
 func runRepair(args []string, in input, stdout, stderr io.Writer) int {
-	fs := newFlagSet("repair", "--slot dcNN-mNN[,...]|all [--reserve-until MS|now+DURATION] [--datacenters RANGES|all] [--yes] [--zk HOST:PORT,...] [--zk-root /snowflake]",
+	fs := newFlagSet("repair", "--slot dcNN-mNN[,...]|all [--reserve-until MS|now+DURATION] [--datacenters RANGES|all --max-horizon D --max-skew D] [--yes] [--zk HOST:PORT,...] [--zk-root /snowflake]",
 		"Re-creates slot nodes deleted by hand (and leases/, slots/ or the root if they\n"+
 			"are missing), each with the reservation --reserve-until, so that the slot's\n"+
 			"next holder issues only timestamps above it. Workers refuse a slot whose node\n"+
@@ -25,8 +25,9 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 			"the lowest allowed without --unsafe-low-reservation, is now plus the root's\n"+
 			"bound (max horizon + max skew, 41s by default): past anything a holder could\n"+
 			"have reserved. A root made again needs the datacenters it owned\n"+
-			"(--datacenters, or all) and is checked against the ensemble's other fleets\n"+
-			"as init does. A node that exists is never written. Asks for confirmation;\n"+
+			"(--datacenters, or all) and the bound it recorded (--max-horizon and\n"+
+			"--max-skew, as given to init), and is checked against the ensemble's\n"+
+			"other fleets as init does. A node that exists is never written. Asks for confirmation;\n"+
 			"--yes skips it, and without a terminal --yes is required.")
 	var z zkFlags
 	z.register(fs)
@@ -38,6 +39,8 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	var skip scanSkipFlag
 	skip.register(fs)
 	dcs := fs.String("datacenters", "", "the datacenter `ranges` a root made again owns, such as 0-3,8, or all (required when the root is missing)")
+	maxHorizon := fs.Duration("max-horizon", 0, "the bound on its workers' --horizon a root made again records, as given to init (required when the root is missing; else the root's own)")
+	maxSkew := fs.Duration("max-skew", 0, "the bound on its workers' --max-skew a root made again records, as given to init (required when the root is missing; else the root's own)")
 	yes := fs.Bool("yes", false, "do not ask for confirmation (for scripts)")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and repairing")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
@@ -74,6 +77,9 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		if owned, err = tree.ParseDCSet(*dcs); err != nil {
 			return usageError(stderr, "repair", "--datacenters: %v", err)
 		}
+	}
+	if *maxHorizon < 0 || *maxSkew < 0 {
+		return usageError(stderr, "repair", "--max-horizon %v and --max-skew %v must be positive", *maxHorizon, *maxSkew)
 	}
 	if *timeout <= 0 {
 		return usageError(stderr, "repair", "--timeout %v must be positive", *timeout)
@@ -114,10 +120,13 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		}
 	}
 	res, err := tree.RepairSlots(ctx, conn, tree.RepairConfig{Root: z.root, ACL: scheme,
-		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, ScanSkip: skip})
+		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, MaxHorizon: *maxHorizon, MaxSkew: *maxSkew, ScanSkip: skip})
 	until = res.ReservedUntilMs
 	for _, p := range res.MadeTree {
 		fmt.Fprintf(stdout, "made %s\n", p)
+	}
+	if res.MaxHorizon > 0 {
+		fmt.Fprintf(stdout, "the root's bound: max horizon %v, max skew %v\n", res.MaxHorizon, res.MaxSkew)
 	}
 	for _, s := range res.Made {
 		fmt.Fprintf(stdout, "made %s reserved until %s\n", s, time.UnixMilli(until).UTC().Format(msTime))

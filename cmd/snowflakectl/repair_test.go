@@ -190,6 +190,15 @@ func TestRepairDeletedRootKeepsScope(t *testing.T) {
 		t.Fatalf("repair of a deleted root without --datacenters: rc %d, %q; want a refusal naming --datacenters", rc, errb.String())
 	}
 	errb.Reset()
+	// Nor without the bound it recorded (#37 item 3): the default (40 s +
+	// 1 s) reserved the slots below what a holder of a fleet made with
+	// init --max-horizon 60s may have reserved.
+	if rc := runRepair(append(args, "--datacenters", "0-3"), input{}, &out, &errb); rc != exitFailure ||
+		!strings.Contains(errb.String(), "--max-horizon") || !strings.Contains(errb.String(), "--max-skew") {
+		t.Fatalf("repair of a deleted root without its bound: rc %d, %q; want a refusal naming --max-horizon and --max-skew", rc, errb.String())
+	}
+	args = append(args, "--max-horizon", "60s", "--max-skew", "2s")
+	errb.Reset()
 	if rc := runRepair(append(args, "--datacenters", "all"), input{}, &out, &errb); rc != exitFailure || !strings.Contains(errb.String(), "/other") {
 		t.Fatalf("repair of a root owning all 32 beside /other: rc %d, %q; want an overlap naming /other", rc, errb.String())
 	}
@@ -197,12 +206,25 @@ func TestRepairDeletedRootKeepsScope(t *testing.T) {
 		t.Fatal("a refused repair made the root")
 	}
 	errb.Reset()
-	if rc := runRepair(append(args, "--datacenters", "0-3"), input{}, &out, &errb); rc != exitOK {
-		t.Fatalf("repair --datacenters 0-3: rc %d, %q", rc, errb.String())
+	out.Reset()
+	made := time.Now()
+	if rc := runRepair(append(args, "--datacenters", "0-3"), input{}, &out, &errb); rc != exitOK || !strings.Contains(out.String(), "max horizon 1m0s, max skew 2s") {
+		t.Fatalf("repair --datacenters 0-3: rc %d, %q, %q; want it made, saying the bound it recorded", rc, out.String(), errb.String())
+	}
+	data, _, err := conn.Get("/gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := tree.DecodeRoot("/gone", data)
+	if err != nil || info.MaxHorizon() != time.Minute || info.MaxSkew() != 2*time.Second {
+		t.Fatalf("the repaired root records %v, %v (%v); want 1m0s and 2s", info.MaxHorizon(), info.MaxSkew(), err)
 	}
 	m, err := tree.ReadSlotMap(conn, "/gone")
 	if err != nil || m.Owned.String() != "0-3" || len(m.Slots) != snowflake.Slots {
 		t.Fatalf("the repaired root owns %s with %d slot nodes (%v); want 0-3 and 1024", m.Owned, len(m.Slots), err)
+	}
+	if least := made.Add(62 * time.Second).UnixMilli(); m.Slots[snowflake.SlotAt(0)].ReservedUntilMs < least {
+		t.Fatalf("the repaired slots are reserved until %d; want at least now + 60s + 2s (%d)", m.Slots[snowflake.SlotAt(0)].ReservedUntilMs, least)
 	}
 }
 

@@ -92,6 +92,9 @@ type RepairResult struct {
 	// Owned are the datacenters of the root (kept, or given for a root
 	// made again).
 	Owned DCSet
+	// MaxHorizon and MaxSkew are the root's bound (kept, or given for a
+	// root made again): the reservation is counted from them.
+	MaxHorizon, MaxSkew time.Duration
 }
 
 // ErrReservationTooLow: a repair's reservation is below what a holder of
@@ -118,6 +121,12 @@ type RepairConfig struct {
 	// root is missing (0 refuses to make it), and when given for a root
 	// that exists it must be the root's own (ranges never change in place).
 	Owned DCSet
+	// MaxHorizon and MaxSkew are the bound a root made again records, as
+	// init's: required when the root is missing, since the default (40 s +
+	// 1 s) reserved the slots only that far past now, below what a holder
+	// of a fleet made with a longer bound may have reserved. For a root
+	// that exists, 0 or the root's own (a bound never changes in place).
+	MaxHorizon, MaxSkew time.Duration
 	// ScanLimit bounds the scans for other fleets around making a root.
 	ScanLimit int
 	// ScanSkip are subtrees those scans do not enter (as InitConfig's).
@@ -156,6 +165,10 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 		if cfg.Owned != 0 && cfg.Owned != have {
 			return fmt.Errorf("repair: %w: root %s owns datacenters %s, not %s; ranges are not changed in place", ErrRootExists, root, have, cfg.Owned)
 		}
+		if (cfg.MaxHorizon != 0 && cfg.MaxHorizon != info.MaxHorizon()) || (cfg.MaxSkew != 0 && cfg.MaxSkew != info.MaxSkew()) {
+			return fmt.Errorf("repair: %w: root %s records the bound max horizon %v, max skew %v, not %v, %v; a bound is not changed in place",
+				ErrRootExists, root, info.MaxHorizon(), info.MaxSkew(), cfg.MaxHorizon, cfg.MaxSkew)
+		}
 		res.Owned = have
 	} else {
 		if len(cfg.Slots) != snowflake.Slots {
@@ -165,6 +178,15 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 			return fmt.Errorf("repair: %w: root %s is missing; re-making it needs the datacenters it owned (--datacenters RANGES, or all): a root owning others would claim another fleet's slots", ErrDamaged, root)
 		}
 		info.Datacenters, res.Owned = cfg.Owned.String(), cfg.Owned
+		if cfg.MaxHorizon <= 0 || cfg.MaxSkew <= 0 {
+			return fmt.Errorf("repair: %w: root %s is missing; re-making it needs the bound it recorded (--max-horizon and --max-skew, as given to init: %v and %v by default): the slots are reserved that far past now, and a default below the fleet's would let a successor repeat a holder's IDs",
+				ErrDamaged, root, DefaultMaxHorizon, DefaultMaxSkew)
+		}
+		ic := InitConfig{Root: root, Owned: cfg.Owned, MaxHorizon: cfg.MaxHorizon, MaxSkew: cfg.MaxSkew}
+		if err := ic.Validate(); err != nil {
+			return fmt.Errorf("repair: %w", err)
+		}
+		info.MaxHorizonMs, info.MaxSkewMs = cfg.MaxHorizon.Milliseconds(), cfg.MaxSkew.Milliseconds()
 		scan, err := ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
 		if err != nil {
 			return fmt.Errorf("repair: %w", err)
@@ -176,6 +198,7 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 			return fmt.Errorf("repair: %w", err)
 		}
 	}
+	res.MaxHorizon, res.MaxSkew = info.MaxHorizon(), info.MaxSkew()
 	now := time.Now().UnixMilli()
 	least := now + info.Reach().Milliseconds()
 	until := cfg.ReservedUntilMs
