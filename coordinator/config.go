@@ -141,7 +141,8 @@ func (c Config) Validate() error {
 		return err
 	}
 	if c.Auth == "" && !c.Insecure {
-		return bad("Insecure", c.Insecure, "is false and Auth is empty: give ZooKeeper digest credentials, or set Insecure to run on a world-writable tree (anyone reaching ZooKeeper can then cause duplicate IDs)")
+		// No value shown: "Insecure false is false" said nothing.
+		return bad("Insecure", nil, "Auth is empty and Insecure is not set: give the workers' ZooKeeper identity in Auth (user:password; zkconn.ReadAuthFile reads the file given to snowflakectl init as --zk-worker-auth-file), or set Insecure for a fleet made with --zk-insecure (anyone reaching ZooKeeper can then cause duplicate IDs)")
 	}
 	if c.Datacenter < -1 || c.Datacenter > snowflake.MaxDatacenter {
 		return bad("Datacenter", c.Datacenter, fmt.Sprintf("is out of range -1..%d (-1 = any)", snowflake.MaxDatacenter))

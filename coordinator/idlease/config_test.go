@@ -2,6 +2,7 @@ package idlease
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/snowfleet/snowfleet/coordinator"
@@ -20,8 +21,9 @@ func TestEmbeddedConfig(t *testing.T) {
 	}
 	// As the coordinator's: no credentials and not Insecure is refused.
 	var ce *configerr.Error
-	if err := d.Validate(); !errors.As(err, &ce) || ce.Field != "Insecure" {
-		t.Fatalf("DefaultConfig without credentials: Validate = %v; want a *configerr.Error naming Insecure", err)
+	if err := d.Validate(); !errors.As(err, &ce) || ce.Field != "Insecure" ||
+		!strings.Contains(err.Error(), "Auth is empty") || !strings.Contains(err.Error(), "ReadAuthFile") || strings.Contains(err.Error(), "false is false") {
+		t.Fatalf("DefaultConfig without credentials: Validate = %v; want a *configerr.Error naming Insecure, saying Auth is empty and how to fill it (#42 item 5)", err)
 	}
 	d.Auth = "app:a-long-enough-secret"
 	if err := d.Validate(); err != nil {
