@@ -320,4 +320,3 @@ func TestParseStandbyName(t *testing.T) {
 		}
 	}
 }
-
