@@ -152,6 +152,7 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		}
 		s.lostRaces = 0
 		s.waiting, s.far = "", 0
+		c.setWaiting(ReasonNoLease, 0) // a lease lost later waits afresh
 		s.hideStandby(ctx)
 		c.claims.Add(1)
 		c.m.claimTime.Observe(time.Since(start).Seconds())

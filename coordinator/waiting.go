@@ -51,6 +51,9 @@ func (s *claimer) sayWhyWaiting(allHeld bool) {
 			damaged++
 		}
 	}
+	if far+refused+damaged == 0 {
+		return // the avoidances just ran out: the next listing claims
+	}
 	if far > 0 {
 		c.setWaiting(ReasonReserved, earliest)
 	} else {
