@@ -68,9 +68,6 @@ type Coordinator struct {
 	gen     atomic.Pointer[snowflake.Generator]
 	skewMs  atomic.Int64
 	mtimeMs atomic.Int64 // ZooKeeper leader's mtime of our last confirmed write
-	// awaitingRecover: the ensemble went back in time and we wait for
-	// snowflakectl recover (rollback.go).
-	awaitingRecover atomic.Bool
 	// waitReason and waitReserved are what a coordinator without a lease
 	// waits for (setWaiting): a Reason, and a reservation's Unix ms.
 	waitReason   atomic.Uint32

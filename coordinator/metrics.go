@@ -89,7 +89,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Name: "snowflake_coordinator_awaiting_recover",
 			Help: "1 while the worker waits for snowflakectl recover after seeing the ensemble go back in time.",
 		}, func() float64 {
-			if c.awaitingRecover.Load() {
+			if c.awaitingRecover() {
 				return 1
 			}
 			return 0

@@ -64,7 +64,7 @@ func TestRestoreFromBackup(t *testing.T) {
 	zs.Stop()
 	copyDir(t, backup, zs.DataDir())
 	zs.Restart()
-	waitFor(t, 15*time.Second, "A sees the ensemble went back and waits for recover", a.c.awaitingRecover.Load)
+	waitFor(t, 15*time.Second, "A sees the ensemble went back and waits for recover", a.c.awaitingRecover)
 	if r := a.c.Readiness(); r.Reason != ReasonAwaitingRecover || r.State == StateDisconnected || !strings.HasPrefix(r.String(), "awaiting_recover") {
 		t.Fatalf("A's readiness while it waits for recover: %s; want awaiting_recover, and not disconnected (it is connected)", r)
 	}

@@ -66,8 +66,6 @@ func (r *rollbackWatch) wentBack(name string) (bool, int64) {
 func (s *claimer) awaitRecover(ctx context.Context, seq, since int64) error {
 	c := s.c
 	c.m.rollbacks.Inc()
-	c.awaitingRecover.Store(true)
-	defer c.awaitingRecover.Store(false)
 	c.setWaiting(ReasonAwaitingRecover, 0)
 	defer c.setWaiting(ReasonNoLease, 0)
 	c.log.Error("zookeeper went back in time (restored from a backup?); not claiming until snowflakectl recover runs", "error", ErrWentBack,

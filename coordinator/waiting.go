@@ -82,6 +82,13 @@ func (c *Coordinator) setWaiting(r Reason, reservedUntilMs int64) {
 	c.waitReason.Store(uint32(r))
 }
 
+// awaitingRecover reports that the ensemble went back in time and the
+// coordinator waits for snowflakectl recover (rollback.go).
+func (c *Coordinator) awaitingRecover() bool {
+	r, _ := c.waitingFor()
+	return r == ReasonAwaitingRecover
+}
+
 // waitingFor is what setWaiting recorded.
 func (c *Coordinator) waitingFor() (Reason, int64) {
 	r := Reason(c.waitReason.Load())
