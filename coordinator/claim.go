@@ -2,8 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -334,9 +333,7 @@ func (s *claimer) standby(ctx context.Context, allHeld bool) {
 // confirms that our current session owns it.
 func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*wonLease, error) {
 	c := s.c
-	var g [16]byte
-	_, _ = rand.Read(g[:])
-	guid := hex.EncodeToString(g[:])
+	guid := tree.NewGUID()
 	prefix := zklayout.LeasesPath(c.cfg.Root) + "/" + tree.ProtectedPrefix + guid + "-" + slot.String() + "-"
 	now := time.Now()
 	data := zklayout.EncodeLease(c.leaseData(now))

@@ -100,6 +100,15 @@ type Readiness struct {
 // Ready reports whether IDs may be issued.
 func (r Readiness) Ready() bool { return r.Reason == ReasonNone }
 
+// Why is the reason in words: its name, and for ReasonReserved the
+// reservation awaited ("reserved_until 2026-12-06T11:30:41.5Z").
+func (r Readiness) Why() string {
+	if r.Reason == ReasonReserved {
+		return r.Reason.String() + " " + time.UnixMilli(r.ReservedUntilMs).UTC().Format(time.RFC3339Nano)
+	}
+	return r.Reason.String()
+}
+
 // String is the verdict as a readiness probe shows it: the reason as its
 // first word, so that a probe's log or a runbook can match on it, then the
 // figures it was reached from ("no_lease (state claiming)", "root_missing
@@ -108,11 +117,8 @@ func (r Readiness) Ready() bool { return r.Reason == ReasonNone }
 // dc07-m13, state serving, now_ms …, ceiling_ms …, last_issued_ms …,
 // skew_ms …)").
 func (r Readiness) String() string {
-	switch {
-	case r.Reason == ReasonReserved:
-		return fmt.Sprintf("%s %s (state %s)", r.Reason, time.UnixMilli(r.ReservedUntilMs).UTC().Format(time.RFC3339Nano), r.State)
-	case r.Reason.Leaseless():
-		return fmt.Sprintf("%s (state %s)", r.Reason, r.State)
+	if r.Reason.Leaseless() {
+		return fmt.Sprintf("%s (state %s)", r.Why(), r.State)
 	}
 	return fmt.Sprintf("%s (slot %s, state %s, now_ms %d, ceiling_ms %d, last_issued_ms %d, skew_ms %d)",
 		r.Reason, r.Slot, r.State, r.NowMs, r.CeilingMs, r.LastIssuedMs, r.SkewMs)

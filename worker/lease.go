@@ -38,7 +38,8 @@ func (c *conn) refuse(r coordinator.Readiness) result {
 				"this worker's lease %s is not ready: its clock is %dms off ZooKeeper's (state %s); try another worker", r.Slot, r.SkewMs, r.State))
 		}
 		return c.leaseReply(resNoLease, fmt.Sprintf("this worker's lease is not ready (state %s); try another worker", r.State))
-	case coordinator.ReasonRootMissing, coordinator.ReasonAwaitingRecover, coordinator.ReasonReserved:
+	}
+	if r.Reason != coordinator.ReasonNoLease && r.Reason.Leaseless() {
 		// What it waits for, as /readyz words it: "awaiting_recover (state
 		// claiming)", "reserved_until <time> (state standby)".
 		return c.leaseReply(resNoLease, fmt.Sprintf("this worker holds no lease: %s; try another worker", r))

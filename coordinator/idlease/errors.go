@@ -3,7 +3,6 @@ package idlease
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
 )
@@ -38,11 +37,7 @@ type NotReadyError struct {
 
 func (e *NotReadyError) Error() string {
 	r := e.Readiness
-	why := r.Reason.String()
-	if r.Reason == coordinator.ReasonReserved {
-		why += " " + time.UnixMilli(r.ReservedUntilMs).UTC().Format(time.RFC3339Nano)
-	}
-	msg := fmt.Sprintf("idlease: no confirmed lease before the context ended (%s, state %s", why, r.State)
+	msg := fmt.Sprintf("idlease: no confirmed lease before the context ended (%s, state %s", r.Why(), r.State)
 	if r.Slot != "" {
 		msg += ", slot " + r.Slot
 	}
