@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
@@ -218,9 +220,11 @@ func (s *claimer) listStandbys(ctx context.Context) {
 	if s.standbyList == nil {
 		ch := make(chan standbyListing, 1)
 		s.standbyList = ch
-		known := make(map[string]bool, len(s.standbyKinds))
-		for n := range s.standbyKinds {
-			known[n] = true
+		// A copy for the listing's goroutine; none while no standby is known
+		// (the common case: this runs at every renew).
+		var known map[string]bool
+		if len(s.standbyKinds) > 0 {
+			known = maps.Clone(s.standbyKinds)
 		}
 		go func() {
 			var names []string
@@ -292,7 +296,7 @@ func (c *Coordinator) horizonFor(standbyWaiting bool) time.Duration {
 func (s *claimer) readStandbyKinds(ctx context.Context, names []string, known map[string]bool) map[string]bool {
 	kinds := map[string]bool{}
 	for _, n := range names {
-		if known[n] {
+		if _, ok := known[n]; ok {
 			continue
 		}
 		var st *zk.Stat
