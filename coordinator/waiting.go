@@ -106,13 +106,12 @@ func (s *claimer) farFound(sl snowflake.Slot, R int64) *slotUnusable {
 	c := s.c
 	gap := time.Duration(R-c.nowMs()) * time.Millisecond
 	s.far++
-	msg := "slot is reserved too far past our clock; trying another"
-	args := []any{"slot", sl, "reserved_until", time.UnixMilli(R).UTC(), "wait", gap, "max_wait", c.cfg.MaxReservationWait}
 	if s.far == 1 {
 		c.log.Info("free slots are reserved past our clock (after snowflakectl init or recover, for the fleet's bound); trying others, then waiting for the earliest",
 			"first", sl, "reserved_until", time.UnixMilli(R).UTC(), "serving_in", gap.Round(time.Second), "max_reservation_wait", c.cfg.MaxReservationWait)
 	} else {
-		c.log.Debug(msg, args...)
+		c.log.Debug("slot is reserved too far past our clock; trying another",
+			"slot", sl, "reserved_until", time.UnixMilli(R).UTC(), "wait", gap, "max_wait", c.cfg.MaxReservationWait)
 	}
 	if r, until := c.waitingFor(); r != ReasonReserved || R < until {
 		c.setWaiting(ReasonReserved, R)
