@@ -54,9 +54,11 @@ func runRecover(args []string, in input, stdout, stderr io.Writer) int {
 	if !*yes && !in.terminal {
 		return usageError(stderr, "recover", "%v", errNoTerminal)
 	}
-	fmt.Fprintf(stdout, "recover %s on %s: every slot node is raised to now + the root's bound; every slot's next holder waits that long\n",
-		z.root, strings.Join(servers, ","))
-	if !*yes && !in.confirm(stdout, stderr, "recover", "Run this only after restoring ZooKeeper from a backup.") {
+	// Nothing on stdout says what recover does before it has done it: the
+	// question says what it will do; the summary comes after the last write.
+	if !*yes && !in.confirm(stdout, stderr, "recover", fmt.Sprintf(
+		"recover %s on %s will raise every slot node to now + the root's bound; every slot's next holder waits that long. Run this only after restoring ZooKeeper from a backup.",
+		z.root, strings.Join(servers, ","))) {
 		return exitFailure
 	}
 	conn, err := z.dial(servers, min(*timeout, 10*time.Second))
