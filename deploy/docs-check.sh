@@ -2,9 +2,10 @@
 # docs-check.sh (make docs-check): runs what the READMEs show against a
 # scratch fleet and compares the parts of the output that do not vary.
 #
-#  1. deploy/README.md's "Run one worker by hand" block, as written, with its
-#     paths moved under a scratch directory and its ports moved to free ones:
-#     a standalone ZooKeeper from Debian's jars, the binaries, init, a worker.
+#  1. deploy/README.md's "Run three workers by hand" block, as written, with
+#     its paths moved under a scratch directory and its ports moved to free
+#     ones: a standalone ZooKeeper from Debian's jars, the binaries, init,
+#     three workers.
 #  2. Every transcript line "$ snowflakectl encode|decode|range ...",
 #     "$ snowflaked ..." (the flag errors) and "$ redis-cli -p 7609 <command>"
 #     whose output does not depend on the clock or the slot (DECODE and
@@ -12,6 +13,10 @@
 #     line "..." in the README ends the comparison there).
 #  3. The shape of what varies: INFO's keys, the slot map's header line, the
 #     start log's messages and keys.
+#  4. deploy/runbook.md's two disaster sections, their by-hand blocks as
+#     written (docs-check-runbook.sh): ZooKeeper restored from a copy of its
+#     data directory, then wiped; each time every worker must serve again,
+#     and no ID issued after may be below one issued before.
 #
 # It needs Go, Java, Debian's zookeeper package and redis-cli (make deps);
 # a missing one fails the check. No Docker. SNOWFLEET_SKIP_ZK=1 skips it, as
@@ -27,34 +32,45 @@ if [[ ${SNOWFLEET_SKIP_ZK:-} == 1 ]]; then
 	echo "docs-check: SKIPPED by request (SNOWFLEET_SKIP_ZK=1): it needs ZooKeeper"
 	exit 0
 fi
-for tool in go java redis-cli awk; do
+for tool in go java redis-cli curl awk; do
 	command -v "$tool" >/dev/null || fail "$tool is missing (make deps installs the Debian packages)"
 done
 [[ -r /usr/share/java/zookeeper.jar ]] || fail "/usr/share/java/zookeeper.jar is missing: apt-get install zookeeper (make deps)"
 
 tmp=$(mktemp -d)
-pids=()
+# The blocks run leave ZooKeeper and the workers running, their pids in
+# files (zk.pid changes when the runbook's blocks restart ZooKeeper).
 cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-	for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+	local pid pids
+	pids=$(cat "$tmp/zk/workers.pid" "$tmp/zk/zk.pid" 2>/dev/null || true)
+	for pid in $pids; do kill "$pid" 2>/dev/null || true; done
+	for pid in $pids; do tail --pid="$pid" -f /dev/null 2>/dev/null & done
+	wait
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-# free_port prints a loopback port nothing listens on.
+# free_port prints a loopback port nothing listens on, and the one above it
+# free too (a worker's admin port is its ID port + 1).
+taken=" "
 free_port() {
 	local p
 	for _ in $(seq 50); do
 		p=$((20000 + RANDOM % 20000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+		[[ $taken != *" $p "* && $taken != *" $((p + 1)) "* ]] || continue
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null; then
+			taken+="$p $((p + 1)) "
+			echo "$p"
+			return
+		fi
 	done
 	fail "no free port found"
 }
 
-# wait_for runs its arguments until they succeed, for at most 30 s.
+# wait_for runs its arguments until they succeed, for at most 30 s
+# ($wait_secs).
 wait_for() {
-	local deadline=$((SECONDS + 30))
+	local deadline=$((SECONDS + ${wait_secs:-30}))
 	until "$@" >/dev/null 2>&1; do
 		((SECONDS < deadline)) || fail "timed out waiting for: $*"
 		sleep 0.2
@@ -62,34 +78,41 @@ wait_for() {
 }
 
 zkport=$(free_port)
-idport=$(free_port)
-httpport=$(free_port)
+zkport2=$(free_port)
+workers=("$(free_port)" "$(free_port)" "$(free_port)")
+idport=${workers[0]}
+httpport=$((idport + 1))
+
+# substitute moves a block's paths under $tmp and its ports to free ones:
+# ZooKeeper's 2181 (and the runbook's second client port, 2182), the
+# workers' 7609, 7619, 7629 (admin ports one above: 7610 for the first).
+substitute() {
+	sed -e "s#/tmp/zk#$tmp/zk#g" \
+		-e "s#2181#$zkport#g" -e "s#2182#$zkport2#g" \
+		-e "s#7609#${workers[0]}#g" -e "s#7610#$httpport#g" \
+		-e "s#7619#${workers[1]}#g" -e "s#7629#${workers[2]}#g" \
+		-e "s#-o \\. #-o $tmp/ #" \
+		-e "s#\\./snowflake#$tmp/snowflake#g"
+}
 
 # 1. The by-hand block: the first sh block after its heading.
-awk '/^## Run one worker by hand/ {inside = 1} inside && /^```sh/ {block = 1; next} block && /^```/ {exit} block {print}' \
+awk '/^## Run three workers by hand/ {inside = 1} inside && /^```sh/ {block = 1; next} block && /^```/ {exit} block {print}' \
 	deploy/README.md >"$tmp/byhand.sh"
-[[ -s $tmp/byhand.sh ]] || fail "deploy/README.md: no sh block under \"Run one worker by hand\""
+[[ -s $tmp/byhand.sh ]] || fail "deploy/README.md: no sh block under \"Run three workers by hand\""
 grep -q 'QuorumPeerMain' "$tmp/byhand.sh" || fail "deploy/README.md: the by-hand block starts no ZooKeeper"
-# Scratch paths and free ports; the daemon runs in the background here, with
-# its own ports, and its log kept.
-sed -e "s#/tmp/zk#$tmp/zk#g" \
-	-e "s#2181#$zkport#g" \
-	-e "s#-o \\. #-o $tmp/ #" \
-	-e "s#^\\./snowflakectl #$tmp/snowflakectl #" \
-	-e "s#^\\./snowflaked \\(.*\\)#$tmp/snowflaked \\1 --listen 127.0.0.1:$idport --http 127.0.0.1:$httpport >$tmp/worker.log 2>\\&1 \\&#" \
-	-e "s#\\(QuorumPeerMain .*\\) &\$#\\1 >$tmp/zk.log 2>\\&1 \\&#" \
-	"$tmp/byhand.sh" >"$tmp/run.sh"
+for p in 7609 7619 7629; do
+	grep -q "$p" "$tmp/byhand.sh" || fail "deploy/README.md: the by-hand block names no worker port $p"
+done
 # init must wait for ZooKeeper, which the block starts in the background.
-sed "/snowflakectl init/i until (exec 3<>/dev/tcp/127.0.0.1/$zkport) 2>/dev/null; do sleep 0.2; done" \
-	"$tmp/run.sh" >"$tmp/run2.sh"
-echo "docs-check: the by-hand block of deploy/README.md (ZooKeeper on $zkport, worker on $idport)"
-bash -e "$tmp/run2.sh" || fail "the by-hand block failed"
-# The block leaves ZooKeeper and the worker running: end them at exit.
-mapfile -t bg < <(pgrep -f "$tmp/(zk/zoo.cfg|snowflaked)" || true)
-pids+=("${bg[@]}")
-wait_for "$tmp/snowflakectl" health --http "127.0.0.1:$httpport" -q
-redis-cli -p "$idport" NEXTID | grep -qE '^[0-9]+$' || fail "the by-hand worker serves no ID: $(cat "$tmp/worker.log")"
-grep -q 'serving slot' "$tmp/worker.log" || fail "the by-hand worker logged no 'serving slot'"
+substitute <"$tmp/byhand.sh" |
+	sed "/snowflakectl init/i until (exec 3<>/dev/tcp/127.0.0.1/$zkport) 2>/dev/null; do sleep 0.2; done" >"$tmp/run.sh"
+echo "docs-check: the by-hand block of deploy/README.md (ZooKeeper on $zkport, workers on ${workers[*]})"
+bash -e "$tmp/run.sh" || fail "the by-hand block failed"
+for p in "${workers[@]}"; do
+	wait_for "$tmp/snowflakectl" health --http "127.0.0.1:$((p + 1))" -q
+	redis-cli -p "$p" NEXTID | grep -qE '^[0-9]+$' || fail "the by-hand worker on $p serves no ID: $(cat "$tmp/zk/worker-$p.log")"
+	grep -q 'serving slot' "$tmp/zk/worker-$p.log" || fail "the by-hand worker on $p logged no 'serving slot'"
+done
 
 # 2. Transcripts. Each README's fenced blocks: "$ cmd" lines, then the lines
 # it printed, up to the next "$ " or the fence.
@@ -158,11 +181,15 @@ fi
 shape() { sed -E 's/^[0-9T:.Z-]+ //; s/=("[^"]*"|\[[^]]*\]|[^ ]*)/=/g' | LC_ALL=C sort; }
 want_log=$(awk '/^## Lifecycle/ {on = 1} on && /^```/ {if (block) exit; block = 1; next} block {print}' cmd/snowflaked/README.md | shape)
 [[ -n $want_log ]] || fail "cmd/snowflaked/README.md shows no start log under Lifecycle"
-got_log=$(head -n "$(printf '%s\n' "$want_log" | wc -l)" "$tmp/worker.log" | shape)
+got_log=$(head -n "$(printf '%s\n' "$want_log" | wc -l)" "$tmp/zk/worker-$idport.log" | shape)
 if [[ $want_log != "$got_log" ]]; then
 	bad=$((bad + 1))
 	printf 'docs-check: cmd/snowflaked/README.md: the start log differs (values left out)\n%s\n' "$(diff <(echo "$want_log") <(echo "$got_log") || true)" >&2
 fi
 
 ((bad == 0)) || fail "$bad of $((checked + 3)) checks differ from the READMEs"
-echo "docs-check: ok: the by-hand block ran, $checked transcript commands and 3 shapes match"
+echo "docs-check: the by-hand block ran, $checked transcript commands and 3 shapes match"
+
+# 4. The runbook's disaster sections.
+source deploy/docs-check-runbook.sh
+echo "docs-check: ok: the by-hand block ran, $checked transcript commands and 3 shapes match, the runbook's two disaster sections ran ($rehearsals)"
