@@ -6,7 +6,7 @@ PKGS     := ./...
 # build with (go mod tidy writes it with its patch number, a toolchain name).
 GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps build test docs-check bench bench-embedded lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean diagram model rules screenshot k8s
+.PHONY: all deps build test docs-check bench heal-bench bench-embedded lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean diagram model rules screenshot k8s
 
 all: build
 
@@ -54,6 +54,12 @@ lint:
 ## sim: 1,024 claimers against one local ZooKeeper (a simulation, not a test)
 sim:
 	$(GO) test -tags sim -run TestSim -v -count=1 -timeout 10m ./coordinator/
+
+## heal-bench: how long one worker stops serving after a pause past the session
+## timeout and after a kill -9, in a full datacenter, with a standby, with a free
+## slot (a by-hand fleet of 31-33 workers on a local ZooKeeper; about 4 min)
+heal-bench:
+	deploy/heal-bench.sh
 
 ## bench-embedded: Next through an embedded lease (coordinator/idlease, a real ZooKeeper) beside the bare generator and bwmarrin/snowflake
 bench-embedded:
@@ -123,9 +129,11 @@ clean:
 	rm -rf $(BIN)
 
 ## docs-check: run deploy/README.md's by-hand block (a standalone ZooKeeper
-## from Debian's jars, init, a worker) and the READMEs' transcripts against
-## it; the output that does not vary must match (needs Java, Debian's
-## zookeeper and redis-cli, not Docker; a missing one fails)
+## from Debian's jars, init, three workers) and the READMEs' transcripts
+## against it; the output that does not vary must match; then the runbook's
+## two disaster sections (ZooKeeper restored from a copy, then wiped) as
+## written: every worker must serve again (about 3 min; needs Java, Debian's
+## zookeeper, redis-cli and curl, not Docker; a missing one fails)
 docs-check:
 	deploy/docs-check.sh
 
