@@ -31,6 +31,9 @@ type wonLease struct {
 	ceiling int64
 	// version is the slot node's version after our last confirmed write.
 	version int32
+	// resumed: the floor is what this process issued in the slot before
+	// it lost it, nobody having held it since (resume.go).
+	resumed bool
 }
 
 // claim returns a won lease node with a confirmed reservation, standing by
@@ -95,8 +98,11 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			c.setState(StateClaiming)
 		}
 		s.relisted = false
-		slot := free[mrand.IntN(len(free))]
-		if s.far != 0 && s.reservedFar(ctx, slot) {
+		slot, own := s.preferLost(free)
+		if !own {
+			slot = free[mrand.IntN(len(free))]
+		}
+		if !own && s.far != 0 && s.reservedFar(ctx, slot) {
 			continue // no lease node made and deleted for a slot we cannot take
 		}
 		// The create stamps its own time (observeSkew): what the worker
@@ -149,6 +155,10 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			fresh = false
 			continue
 		}
+		if l.resumed {
+			s.resumed(l)
+		}
+		s.resume = nil // a lease lost later is the one to resume
 		s.lostRaces = 0
 		s.waiting, s.far = "", 0
 		c.setWaiting(ReasonNoLease, 0) // a lease lost later waits afresh
@@ -426,10 +436,8 @@ func (s *claimer) reserve(ctx context.Context, l *wonLease) (bool, error) {
 			}
 			return false, u
 		}
-		// The floor is the stored reservation, or the last timestamp the
-		// previous holder recorded if that is higher (a hand edit).
-		R := max(rec.ReservedUntilMs, rec.LastMs)
-		l.floor = R
+		R, resumed := s.floorOf(l.slot, rec)
+		l.floor, l.resumed = R, resumed
 		if past, err := s.waitPast(ctx, l, R); !past {
 			if err != nil {
 				return false, err

@@ -62,6 +62,9 @@ type claimer struct {
 	// found reserved too far past our clock since then (farFound).
 	waiting string
 	far     int
+	// resume is the lease we lost with our session, if any, whose slot a
+	// claim resumes while nobody has written it since (resume.go).
+	resume *lostLease
 }
 
 // deleteLease deletes a lease node of ours (lost race, given up slot).

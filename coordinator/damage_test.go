@@ -17,8 +17,6 @@ import (
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
-// counterValue is the value of counter name with label=value as reg
-// exports it.
 // counterValue reads the counter name{label=value} from reg, or the
 // unlabelled counter name when label is "".
 func counterValue(t testing.TB, reg prometheus.Gatherer, name, label, value string) float64 {

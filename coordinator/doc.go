@@ -30,6 +30,8 @@
 // the first fenced write), hold.go (the generator is made and IDs are
 // served; the renew loop, shortened while a standby waits; a lost lease;
 // outage.go, an outage of ZooKeeper said once when it starts and ends),
+// resume.go (a lease lost with our session: its slot claimed again at once
+// from the last ID we issued while nobody has written it since),
 // standby.go (the standby nodes: made by a standby, listed by holders),
 // release.go (seal, lower the reservation, delete the node). Below them:
 // fence.go (the reservation rule, the one helper that writes a

@@ -235,6 +235,7 @@ func (s *claimer) lost(ctx context.Context, l *wonLease, gen *snowflake.Generato
 	if deleteNode {
 		s.deleteLease(ctx, l)
 	}
+	s.keepLost(l, reason, last)
 	c.mu.Lock()
 	c.lease = nil
 	c.mu.Unlock()

@@ -28,6 +28,7 @@ type metrics struct {
 	creates     prometheus.CounterFunc
 	lists       prometheus.CounterFunc
 	losses      *prometheus.CounterVec
+	resumes     prometheus.Counter
 	renew       prometheus.Histogram
 	renewErrors *prometheus.CounterVec
 	undecodable prometheus.Counter
@@ -72,6 +73,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Name: "snowflake_coordinator_lease_losses_total",
 			Help: "Leases lost, by reason (expired, node_gone, taken, refused, undecodable, slot_missing, rolled_back).",
 		}, []string{"reason"}),
+		resumes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_coordinator_lease_resumes_total",
+			Help: "Lost leases (expired, node gone) whose slot was claimed again from the last ID issued, nobody having written it since: no wait for the lost lease's own reservation.",
+		}),
 		renew: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "snowflake_coordinator_renew_duration_seconds",
 			Help:    "Latency of the fenced reservation write (Multi).",
@@ -170,7 +175,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		m.renewErrors.WithLabelValues(k)
 	}
 	if reg != nil {
-		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.renew,
+		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.resumes, m.renew,
 			m.renewErrors, m.undecodable, m.rollbacks, m.awaiting, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward, m.insecure} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)

@@ -78,6 +78,14 @@
  *               confirmed it
  *   M_LOGICALCEIL mutant: the logical clock (issue 16) passes the ceiling:
  *               it takes last+1 without checking it against the ceiling
+ *   resume      (issue 42, resume.go) a worker that lost its lease with its
+ *               session or node (lost(expired | node_gone)) keeps rfl[w] =
+ *               max(last issued, l.floor); while the slot node still holds
+ *               its last confirmed write (the code compares holder and
+ *               version; here: verc[w] at the loss, and no write landed
+ *               since, rv[w]) its next claim's floor is rfl[w], not R
+ *   M_RESUMEANY mutant: the resume skips that check: a worker resumes
+ *               from its own last ID a slot someone else held meanwhile
  *
  * The edges (issue 30), -DEDGES: what operators and disasters do around
  * the lease.  Clocks are then BOUNDED: ZooKeeper's time zt (the leader's
@@ -198,6 +206,9 @@ byte seqctr;             /* leases/: the sequential counter */
 bool alive[NW];          /* worker w's lease node exists */
 byte nseq[NW];           /* its name (0 = none) */
 bool verc[NW];           /* worker's copy of the slot version is current */
+bool rv[NW];             /* resume.go: our lost lease's last write is still
+                            the slot node's (holder and version) */
+byte rfl[NW];            /* resume.go: lostLease.floor */
 
 /* ---------------- the one queued write per worker ---------------- */
 byte aop[NW];
@@ -266,10 +277,16 @@ byte nr_[NW];            /* scratch: 0 between steps */
 #define RELVAL(w) MAX(glast[w], rf[w])
 #endif
 
+#ifdef M_RESUMEANY
+#define UNRESUME(w) skip
+#else
+#define UNRESUME(w) rv[w] = 0; rfl[w] = 0
+#endif
+
 inline invalidate_versions() {
   gi_ = 0;
   do
-  :: gi_ < NW -> verc[gi_] = 0; averc[gi_] = 0; gi_++
+  :: gi_ < NW -> verc[gi_] = 0; averc[gi_] = 0; UNRESUME(gi_); gi_++
   :: else -> break
   od;
   gi_ = 0
@@ -401,6 +418,7 @@ inline canon() {
 /* hold.go: hold -> snowflake.NewGenerator(Floor: l.floor, Ceiling:
    l.ceiling): the state word starts at floor<<12 | MaxSequence | floorBit */
 inline start_tenure(w) {
+  rv[w] = 0; rfl[w] = 0;    /* claim.go: s.resume = nil */
   holding[w] = 1; glast[w] = GENFLOOR(w); gseq[w] = MAXSEQ; gflr[w] = 1;
 #ifdef M_EARLYCEIL
   gceil[w] = ceil[w];
@@ -431,6 +449,16 @@ inline forget(w) {
    was taken (writeConflict); back to claim */
 inline lose(w, del) {
   holding[w] = 0;
+  /* resume.go: keepLost -- lost with the session or the node, our write
+     on top (verc), we may resume from max(last issued, l.floor) */
+  if
+#ifdef M_RESUMEANY
+  :: !del -> rv[w] = 1; rfl[w] = MAX(glast[w], rf[w])
+#else
+  :: !del && verc[w] -> rv[w] = 1; rfl[w] = MAX(glast[w], rf[w])
+#endif
+  :: else -> rv[w] = 0; rfl[w] = 0
+  fi;
   if :: del -> drop_node(w) :: else -> skip fi;
   forget(w); pc[w] = LIST
 }
@@ -567,9 +595,15 @@ end:
        :: alive[w] && zX && !(zH != 0 && zH == nseq[w]) && attempted[w] && !verc[w] ->
             printf("W%d : slot written by another holder during our claim: give up\n", w);
             giveup(w)
-       :: alive[w] && zX && !(zH != 0 && zH == nseq[w]) && !(attempted[w] && !verc[w]) && EMPTYOK ->
+       :: alive[w] && zX && !(zH != 0 && zH == nseq[w]) && !(attempted[w] && !verc[w]) && EMPTYOK && !rv[w] ->
             rf[w] = zR; verc[w] = 1;
             printf("W%d : read slot: R=%d, l.floor := %d\n", w, zR, zR);
+            pc[w] = WAIT
+       :: alive[w] && zX && !(zH != 0 && zH == nseq[w]) && !(attempted[w] && !verc[w]) && EMPTYOK && rv[w] ->
+            /* resume.go: floorOf -- the slot node still holds our lost
+               lease's last write: resume from what we issued */
+            rf[w] = rfl[w]; verc[w] = 1;
+            printf("W%d : read slot: R=%d is our lost lease's write: resume, l.floor := %d\n", w, zR, rfl[w]);
             pc[w] = WAIT
 #if defined(EDGES) && !defined(M_EMPTYFLOOR0)
        :: alive[w] && zX && zE && !(zH != 0 && zH == nseq[w]) ->

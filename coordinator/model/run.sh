@@ -125,6 +125,7 @@ check m10-emptyfloor0 fail bfs -DMAXT=3 -DEDGES -DE_EMPTY -DM_EMPTYFLOOR0
 check m11-repairlow fail bfs -DMAXT=3 -DEDGES -DE_REPAIR -DM_REPAIRLOW
 check m12-recovermiss fail bfs -DMAXT=3 -DEDGES -DE_RESTORE -DM_RECOVERMISS
 check m13-markerfirst fail bfs -DMAXT=3 -DEDGES -DE_RESTORE -DM_MARKERFIRST
+check m14-resumeany fail bfs -DMAXT=3 -DM_RESUMEANY
 
 wait
 fails=0

@@ -1,0 +1,82 @@
+package coordinator
+
+import (
+	"time"
+
+	"github.com/snowfleet/snowfleet/coordinator/tree"
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// lostLease is a lease this process lost with its session (expired, or its
+// node gone) while it knew what it had issued: its slot can be claimed
+// again from that, not from the reservation it had written ahead of it.
+// Nobody else can have issued in the slot since exactly when the slot node
+// still holds our last confirmed write: every claim writes the slot node
+// (a fenced write that changes its version and names the claimer's lease
+// node) before its first ID, and so do recover and repair.
+type lostLease struct {
+	slot snowflake.Slot
+	// name is the lost lease node's name, which our writes put in the
+	// slot record as its holder.
+	name string
+	// version is the slot node's version after our last confirmed write.
+	version int32
+	// floor is what the slot may resume from: the last timestamp we
+	// issued, never below the floor the lost lease started from.
+	floor int64
+}
+
+// keepLost remembers l, lost for reason with last its generator's last
+// issued timestamp (Seal), for a claim of its slot to resume from. Only
+// a lease lost with its session or node qualifies: one lost to a write of
+// another (taken, refused, undecodable, missing) or to a rollback of the
+// ensemble has no confirmed write of ours on top.
+func (s *claimer) keepLost(l *wonLease, reason string, last int64) {
+	switch reason {
+	case "expired", "node_gone":
+		s.resume = &lostLease{slot: l.slot, name: l.name, version: l.version, floor: max(last, l.floor)}
+	default:
+		s.resume = nil
+	}
+}
+
+// floorOf is the floor a claim of slot starts from, rec being the slot
+// node just read: the stored reservation, or the last timestamp the
+// previous holder recorded if that is higher (a hand edit). When rec is
+// still our lost lease's last confirmed write (its holder and version), it
+// is what we issued (resumed): our own reservation guards only our own
+// IDs. A record that shows another writer ends the hope of resuming.
+func (s *claimer) floorOf(slot snowflake.Slot, rec tree.SlotRecord) (floor int64, resumed bool) {
+	stored := max(rec.ReservedUntilMs, rec.LastMs)
+	r := s.resume
+	if r == nil || r.slot != slot {
+		return stored, false
+	}
+	if rec.Holder != r.name || rec.Version != r.version {
+		s.c.log.Debug("our lost slot was written since: claiming it as any other", "slot", slot,
+			"lost_lease", r.name, "holder", rec.Holder)
+		s.resume = nil
+		return stored, false
+	}
+	return r.floor, true
+}
+
+// resumed says, once l is claimed, that it resumed our lost slot.
+func (s *claimer) resumed(l *wonLease) {
+	s.c.m.resumes.Inc()
+	s.c.log.Info("resumed our own slot: nobody held it since we lost it", "slot", l.slot,
+		"lost_lease", s.resume.name, "floor", time.UnixMilli(l.floor).UTC())
+}
+
+// preferLost picks our lost lease's slot among free when it is there.
+func (s *claimer) preferLost(free []snowflake.Slot) (snowflake.Slot, bool) {
+	if s.resume == nil {
+		return snowflake.Slot{}, false
+	}
+	for _, sl := range free {
+		if sl == s.resume.slot {
+			return sl, true
+		}
+	}
+	return snowflake.Slot{}, false
+}
