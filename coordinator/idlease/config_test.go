@@ -1,9 +1,11 @@
 package idlease
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
@@ -24,6 +26,15 @@ func TestEmbeddedConfig(t *testing.T) {
 	if err := d.Validate(); !errors.As(err, &ce) || ce.Field != "Insecure" ||
 		!strings.Contains(err.Error(), "Auth is empty") || !strings.Contains(err.Error(), "ReadAuthFile") || strings.Contains(err.Error(), "false is false") {
 		t.Fatalf("DefaultConfig without credentials: Validate = %v; want a *configerr.Error naming Insecure, saying Auth is empty and how to fill it (#42 item 5)", err)
+	}
+	// Open says so at once, before dialling anything (#42 item 5).
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if l, err := Open(ctx, d, nil, nil); !errors.As(err, &ce) || ce.Field != "Insecure" {
+		if l != nil {
+			_ = l.Close()
+		}
+		t.Fatalf("Open without credentials = %v; want the *configerr.Error naming Insecure", err)
 	}
 	d.Auth = "app:a-long-enough-secret"
 	if err := d.Validate(); err != nil {

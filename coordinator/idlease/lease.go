@@ -40,9 +40,13 @@ type Lease struct {
 // reservation for it, so that Next issues at once. When ctx ends first
 // (ZooKeeper unreachable, every slot of the fleet's datacenters held, a
 // slot's reservation still to wait out) it gives up, releases whatever it
-// holds, and returns a *NotReadyError saying where it stood; a fault that
-// retrying cannot fix returns ErrStopped at once. ctx bounds only the
-// wait: the lease runs until Close.
+// holds, and returns a *NotReadyError saying where it stood and why (the
+// root missing, the slots reserved until a time, every slot held); a fault
+// that retrying cannot fix returns ErrStopped at once. An invalid cfg
+// returns at once, before any ZooKeeper call, a *configerr.Error naming
+// the field, its value and what is wrong (errors.As; no credentials and
+// not Insecure is one: Field "Insecure"). ctx bounds only the wait: the
+// lease runs until Close.
 //
 // log may be nil (no logs); reg may be nil (no metrics), else the
 // coordinator's snowflake_coordinator_* and snowflake_idlease_* are
