@@ -108,9 +108,11 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		when = fmt.Sprintf("%s (%d ms, %s from now)", time.UnixMilli(until).UTC().Format(msTime), until,
 			(time.Duration(until-now.UnixMilli()) * time.Millisecond).String())
 	}
-	fmt.Fprintf(stdout, "repair %s under %s on %s: missing nodes are made with reserved_until %s; existing nodes are left as they are\n",
-		what, z.root, strings.Join(servers, ","), when)
-	if !*yes && !in.confirm(stdout, stderr, "repair", "IDs of a re-created slot start above that time.") {
+	// As recover: the question says what repair will do, and stdout then
+	// says only what it did.
+	if !*yes && !in.confirm(stdout, stderr, "repair", fmt.Sprintf(
+		"repair %s under %s on %s will make the missing nodes with reserved_until %s and leave existing nodes as they are. IDs of a re-created slot start above that time.",
+		what, z.root, strings.Join(servers, ","), when)) {
 		return exitFailure
 	}
 	if !given {

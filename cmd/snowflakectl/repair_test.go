@@ -80,8 +80,16 @@ func TestRepairRecreatesMissingSlotAfterConfirmation(t *testing.T) {
 	if _, st2, _ := conn.Get(sp); st2.Version != st.Version || st2.Mzxid != st.Mzxid {
 		t.Fatal("repair wrote a slot node that exists")
 	}
-	if !strings.Contains(out.String(), "dc03-m04 exists; left as it is") {
-		t.Errorf("output %q does not say the node was left", out.String())
+	if !strings.Contains(out.String(), "dc03-m04 exists; left as it is") || strings.Contains(out.String(), "will make") {
+		t.Errorf("output %q: want only what was done (the node left), not what repair would do", out.String())
+	}
+	// A repair that fails says nothing on stdout (#42 item 2): here a root
+	// that is not there, without the bound a root made again needs.
+	out.Reset()
+	errb.Reset()
+	bad := []string{"--zk", zks.Addr(), "--zk-root", "/nowhere", "--slot", "dc03-m04", "--yes"}
+	if rc := runRepair(bad, input{}, &out, &errb); rc == exitOK || out.Len() != 0 {
+		t.Errorf("failed repair: rc %d, stdout %q (want empty), stderr %q", rc, out.String(), errb.String())
 	}
 }
 
