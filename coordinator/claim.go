@@ -55,6 +55,9 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		if c.refused.Load() {
 			return nil, errRefusedSession
 		}
+		if err := c.checkIDSpace(); err != nil {
+			return nil, err // the clock passed the end while we claimed
+		}
 		if !fresh {
 			var err error
 			listed := time.Now()

@@ -198,6 +198,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
 	}
+	if err := c.checkIDSpace(); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
 	defer c.setState(StateStopped)
 	defer c.maps.close()
 	c.setState(StateConnecting)

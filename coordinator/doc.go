@@ -50,6 +50,7 @@
 // seen), fleetgauges.go (the fleet gauges from one watch on leases/, and
 // the slot map read for a running Coordinator) and mapsession.go (the
 // session of its own that read runs on), metrics.go, configmetrics.go,
-// config.go, kind.go (what holds a lease: a worker, or a program embedding
+// idspace.go (the end of the ID space: a claim refused past it, the time
+// left), config.go, kind.go (what holds a lease: a worker, or a program embedding
 // it through package idlease).
 package coordinator

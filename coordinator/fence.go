@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
+	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // reservedUntil is the reservation rule: a holder reserves Horizon past its
@@ -32,7 +33,9 @@ func (c *Coordinator) reservedUntilH(now, floor int64, horizon time.Duration) in
 			until = min(until, zkMs+h)
 		}
 	}
-	return max(until, floor)
+	// Never past the last millisecond an ID can carry: the generator takes
+	// no ceiling beyond it.
+	return min(max(until, floor), snowflake.MaxUnixMs)
 }
 
 // readSlot reads a slot node; a missing one (damage) or one that does not

@@ -45,6 +45,7 @@ type metrics struct {
 	steps       *prometheus.CounterVec
 	forward     prometheus.GaugeFunc
 	insecure    prometheus.GaugeFunc
+	idSpace     prometheus.GaugeFunc
 }
 
 // newMetrics makes the coordinator's metrics and registers them with reg
@@ -159,6 +160,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		}
 		return 0
 	})
+	m.idSpace = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "snowflake_coordinator_id_space_remaining_seconds",
+		Help: "Seconds from this worker's clock to the last millisecond an ID can carry (2080-07-10T17:30:30.208Z, 41 bits of ms since 1288834974657); negative past it, when no claim is made.",
+	}, func() float64 { return c.idSpaceLeft().Seconds() })
 	m.steps.WithLabelValues("forward")
 	m.steps.WithLabelValues("back")
 	for _, s := range allStates {
@@ -176,7 +181,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.resumes, m.renew,
-			m.renewErrors, m.undecodable, m.rollbacks, m.awaiting, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward, m.insecure} {
+			m.renewErrors, m.undecodable, m.rollbacks, m.awaiting, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward, m.insecure, m.idSpace} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}
