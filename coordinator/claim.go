@@ -29,8 +29,11 @@ type wonLease struct {
 	floor int64
 	// ceiling is the highest reservation confirmed by a fenced write.
 	ceiling int64
-	// version is the slot node's version after our last confirmed write.
+	// version is the slot node's version after our last confirmed write;
+	// czxid is the slot node's creation zxid, which tells it from a node
+	// made again in its place.
 	version int32
+	czxid   int64
 	// resumed: the floor is what this process issued in the slot before
 	// it lost it, nobody having held it since (resume.go).
 	resumed bool
@@ -54,6 +57,12 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		}
 		if c.refused.Load() {
 			return nil, errRefusedSession
+		}
+		if why, back := s.lostSlotWentBack(ctx); back {
+			if err := s.awaitRecover(ctx, why, s.lastConfirmed()); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		if err := c.checkIDSpace(); err != nil {
 			return nil, err // the clock passed the end while we claimed
@@ -122,7 +131,8 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		}
 		if back, seq := s.rollback.wentBack(l.name); back {
 			s.deleteLease(ctx, l)
-			if err := s.awaitRecover(ctx, seq, known); err != nil {
+			why := fmt.Sprintf("our new lease node's sequence %d is at or below %d, seen before", seq, s.rollback.seen)
+			if err := s.awaitRecover(ctx, why, known); err != nil {
 				return nil, err
 			}
 			continue
@@ -418,7 +428,7 @@ func (s *claimer) reserve(ctx context.Context, l *wonLease) (bool, error) {
 		}
 		if ours {
 			// Our own write landed although its answer was lost: adopt it.
-			l.ceiling = rec.ReservedUntilMs
+			l.ceiling, l.czxid = rec.ReservedUntilMs, rec.Czxid
 			return true, nil
 		}
 		version := int32(-1)
@@ -440,7 +450,7 @@ func (s *claimer) reserve(ctx context.Context, l *wonLease) (bool, error) {
 			return false, u
 		}
 		R, resumed := s.floorOf(l.slot, rec)
-		l.floor, l.resumed = R, resumed
+		l.floor, l.resumed, l.czxid = R, resumed, rec.Czxid
 		if past, err := s.waitPast(ctx, l, R); !past {
 			if err != nil {
 				return false, err

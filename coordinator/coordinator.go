@@ -265,7 +265,7 @@ func (c *Coordinator) runSession(ctx context.Context, prev *claimer) (*claimer, 
 		// same root needs recover first.
 		if s.rollback.czxid == prev.rollback.czxid && s.rollback.ctime == prev.rollback.ctime {
 			s.rollback = prev.rollback
-			if err := s.awaitRecover(ctx, -1, s.lastConfirmed()); err != nil && ctx.Err() == nil && !errors.Is(err, tree.ErrDamaged) {
+			if err := s.awaitRecover(ctx, "the ensemble refused our session: it has not seen the zxid we had", s.lastConfirmed()); err != nil && ctx.Err() == nil && !errors.Is(err, tree.ErrDamaged) {
 				return s, fmt.Errorf("coordinator: %w", err)
 			}
 		}

@@ -57,7 +57,7 @@ func (s *claimer) readSlot(ctx context.Context, l *wonLease) (tree.SlotRecord, e
 	if err != nil {
 		return tree.SlotRecord{}, undecodableSlot(l.slot, fmt.Errorf("%s: %w: %w", sp, errBadSlotNode, err))
 	}
-	rec.Version, rec.MtimeMs = st.Version, st.Mtime
+	rec.Version, rec.MtimeMs, rec.Czxid = st.Version, st.Mtime, st.Czxid
 	return rec, nil
 }
 

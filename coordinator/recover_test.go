@@ -180,3 +180,91 @@ func TestRollbackSeenAfterRecoverClaimsAtOnce(t *testing.T) {
 	w.Crash()
 	rec.checkDisjoint(t)
 }
+
+// A restore the lease sequences do not show (#37 item 2): ZooKeeper is
+// restored from a backup that holds W's session, taken while W stood by for
+// Z, after W claimed Z and renewed it. W's session survives the restore, so
+// the ensemble does not refuse it; other clients' creates since the restore
+// number leases/ above everything W saw. W's lease node is gone from the
+// restored tree, so its lease is lost; before it claims again it reads Z,
+// finds the same node at a version below the one its last write gave it,
+// and waits for recover instead of claiming from the rolled-back record.
+func TestRestoreSeenInTheLostSlotsVersion(t *testing.T) {
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	ic := tree.DefaultInitConfig()
+	ic.NewFleet, ic.MaxHorizon, ic.MaxSkew = true, 10*time.Second, 500*time.Millisecond
+	initRootT(t, obs, ic)
+	root := zklayout.DefaultRoot
+	z := snowflake.Slot{Datacenter: 9, Machine: 9}
+	rec := newRecorder()
+	b := startWorker(t, "B", pinned(testConfig(zs.Addr()), z), rec)
+	b.waitReady(10 * time.Second)
+	p := faultproxy.New(t, zs.Addr())
+	cfgW := pinned(testConfig(p.Addr()), z)
+	cfgW.SessionTimeout = 30 * time.Second // outlives both restarts
+	reg := prometheus.NewRegistry()
+	w := startWorkerWith(t, "W", cfgW, rec, reg)
+	waitFor(t, 10*time.Second, "W standing by for Z", func() bool { return w.c.getState() == StateStandby })
+	time.Sleep(300 * time.Millisecond)
+
+	obs.Close()
+	backup := t.TempDir() + "/data"
+	zs.Stop() // the backup: W's session in it, W holding nothing
+	copyDir(t, zs.DataDir(), backup)
+	zs.Restart()
+	b.Stop() // B releases; W claims Z and renews it
+	w.waitReady(20 * time.Second)
+	time.Sleep(time.Second)
+	lastW := w.c.Status()
+	if lastW.Slot != z.String() {
+		t.Fatalf("W holds %q, want %s", lastW.Slot, z)
+	}
+
+	p.Blackhole()
+	zs.Stop()
+	copyDir(t, backup, zs.DataDir())
+	zs.Restart()
+	obs = observer(t, zs.Addr())
+	// Other clients move the ensemble on: past the zxid W has seen, and
+	// leases/ numbered past every lease node W saw.
+	for i := range 200 {
+		if i < 40 {
+			n, err := obs.CreateProtectedEphemeralSequential(zklayout.LeasesPath(root)+"/dc31-m31-", nil, zk.WorldACL(zk.PermAll))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := obs.Delete(n, -1); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if _, err := obs.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		if err := obs.Delete("/bump", -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Heal()
+	waitFor(t, 20*time.Second, "W sees the rollback in its lost slot's version and waits for recover", w.c.awaitingRecover)
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if w.c.Ready() {
+			t.Fatal("W claimed from a rolled-back tree")
+		}
+	}
+	if n := counterValue(t, reg, "snowflake_coordinator_rollbacks_detected_total", "", ""); n < 1 {
+		t.Fatalf("rollbacks_detected_total = %v, want at least 1", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := tree.RecoverRoot(ctx, obs, root, tree.FleetACL{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "W serving Z after recover", w.c.Ready)
+	if f := w.c.Status().FloorMs; f <= lastW.LastIssuedMs {
+		t.Fatalf("W claimed again from %d, not above the %d it had issued", f, lastW.LastIssuedMs)
+	}
+	w.Crash()
+	rec.checkDisjoint(t)
+}

@@ -1,9 +1,14 @@
 package coordinator
 
 import (
+	"context"
+	"fmt"
 	"time"
 
+	"github.com/go-zookeeper/zk"
+
 	"github.com/snowfleet/snowfleet/coordinator/tree"
+	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -19,8 +24,13 @@ type lostLease struct {
 	// name is the lost lease node's name, which our writes put in the
 	// slot record as its holder.
 	name string
-	// version is the slot node's version after our last confirmed write.
+	// version is the slot node's version after our last confirmed write,
+	// czxid its creation zxid: ZooKeeper never lowers a node's version, so
+	// the same node at a lower one is a tree restored from a backup.
 	version int32
+	czxid   int64
+	// looked: the slot node was read once since the loss (wentBack).
+	looked bool
 	// floor is what the slot may resume from: the last timestamp we
 	// issued, never below the floor the lost lease started from.
 	floor int64
@@ -34,7 +44,7 @@ type lostLease struct {
 func (s *claimer) keepLost(l *wonLease, reason string, last int64) {
 	switch reason {
 	case "expired", "node_gone":
-		s.resume = &lostLease{slot: l.slot, name: l.name, version: l.version, floor: max(last, l.floor)}
+		s.resume = &lostLease{slot: l.slot, name: l.name, version: l.version, czxid: l.czxid, floor: max(last, l.floor)}
 	default:
 		s.resume = nil
 	}
@@ -79,4 +89,30 @@ func (s *claimer) preferLost(free []snowflake.Slot) (snowflake.Slot, bool) {
 		}
 	}
 	return snowflake.Slot{}, false
+}
+
+// lostSlotWentBack reads the lost lease's slot node once before claiming
+// again: the same node (its czxid) at a version below the one our last
+// confirmed write gave it means the tree was restored from a backup. Every
+// holder that lost its lease sees this, which the lease sequences do not
+// show when other workers' creates since the restore numbered ours above
+// what we saw, or the restore kept our session (#37). A read that fails is
+// tried again at the next pass of the claim loop.
+func (s *claimer) lostSlotWentBack(ctx context.Context) (string, bool) {
+	r := s.resume
+	if r == nil || r.looked || r.czxid == 0 {
+		return "", false
+	}
+	var st *zk.Stat
+	err := s.call(ctx, 0, func() (err error) { _, st, err = s.conn.Exists(zklayout.SlotPath(s.c.cfg.Root, r.slot)); return })
+	if err != nil || st == nil {
+		return "", false // missing: damage, which the claim of it reports
+	}
+	r.looked = true
+	if st.Czxid != r.czxid || st.Version >= r.version {
+		return "", false
+	}
+	s.resume = nil
+	return fmt.Sprintf("slot node %s is at version %d, below the %d our last confirmed write as %s gave it",
+		r.slot, st.Version, r.version, r.name), true
 }

@@ -12,8 +12,11 @@ import (
 
 // ErrWentBack: the ensemble went back in time (restored from a backup): a
 // lease node this worker made has a sequence below one it saw before under
-// the same root. Its slot records may be older than what holders issued
-// since; the worker claims nothing until snowflakectl recover has run.
+// the same root, the ensemble refused our session for a zxid it has not
+// seen, or the slot node of a lease we lost is at a version below the one
+// our last confirmed write gave it (resume.go). Its slot records may be
+// older than what holders issued since; the worker claims nothing until
+// snowflakectl recover has run.
 var ErrWentBack = errors.New("zookeeper went back in time")
 
 // rollbackWatch notices an ensemble restored from a backup while this
@@ -63,13 +66,14 @@ func (r *rollbackWatch) wentBack(name string) (bool, int64) {
 // listing before it saw the rollback (lastConfirmed, taken before the
 // create that revealed it): a recover run before the worker came back, as
 // the runbook has it, lets it claim at once.
-func (s *claimer) awaitRecover(ctx context.Context, seq, since int64) error {
+// why is the evidence, for the log.
+func (s *claimer) awaitRecover(ctx context.Context, why string, since int64) error {
 	c := s.c
 	c.m.rollbacks.Inc()
 	c.setWaiting(ReasonAwaitingRecover, 0)
 	defer c.setWaiting(ReasonNoLease, 0)
 	c.log.Error("zookeeper went back in time (restored from a backup?); not claiming until snowflakectl recover runs", "error", ErrWentBack,
-		"root", c.cfg.Root, "lease_sequence", seq, "seen_before", s.rollback.seen,
+		"root", c.cfg.Root, "evidence", why,
 		"fix", "snowflakectl recover (deploy/runbook.md: ZooKeeper was restored from a backup)")
 	for {
 		var (

@@ -25,10 +25,12 @@ type SlotRecord struct {
 	Holder string
 	// UpdatedMs is the holder's clock at its last write.
 	UpdatedMs int64
-	// Version and MtimeMs come from the node's Stat, not its JSON: the
-	// version fences writes, the mtime is stamped by the ZooKeeper leader.
+	// Version, MtimeMs and Czxid come from the node's Stat, not its JSON:
+	// the version fences writes, the mtime is stamped by the ZooKeeper
+	// leader, the czxid tells the node from one made again in its place.
 	Version int32 `json:"-"`
 	MtimeMs int64 `json:"-"`
+	Czxid   int64 `json:"-"`
 }
 
 // MarshalJSON writes the record as it is stored in the slot node.
@@ -115,7 +117,7 @@ func ReadSlotMap(conn *zk.Conn, root string) (SlotMap, error) {
 			mu.Unlock()
 			return nil
 		}
-		rec.Version, rec.MtimeMs = st.Version, st.Mtime
+		rec.Version, rec.MtimeMs, rec.Czxid = st.Version, st.Mtime, st.Czxid
 		mu.Lock()
 		m.Slots[s] = rec
 		mu.Unlock()
