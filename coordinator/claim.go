@@ -73,7 +73,7 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			names, err = s.list(ctx)
 			listTook = time.Since(listed)
 			if err == nil {
-				s.rollback.note(names, time.Now().UnixMilli())
+				s.noteSequences(names)
 			}
 			if err != nil {
 				if fatal(err) {
@@ -144,7 +144,7 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			s.deleteLease(ctx, l)
 			continue
 		}
-		s.rollback.note(names, time.Now().UnixMilli())
+		s.noteSequences(names)
 		fresh = true
 		if h, ok := zklayout.Holders(names)[slot]; !ok || h.Name != l.name {
 			s.deleteLease(ctx, l)
@@ -192,15 +192,16 @@ func fatal(err error) bool {
 func (s *claimer) list(ctx context.Context) ([]string, error) {
 	var (
 		names []string
+		st    *zk.Stat
 		w     <-chan zk.Event
 	)
 	armed := s.watch != nil
 	s.c.lists.Add(1)
 	err := s.call(ctx, 0, func() (err error) {
 		if armed {
-			names, _, err = s.conn.Children(zklayout.LeasesPath(s.c.cfg.Root))
+			names, st, err = s.conn.Children(zklayout.LeasesPath(s.c.cfg.Root))
 		} else {
-			names, _, w, err = s.conn.ChildrenW(zklayout.LeasesPath(s.c.cfg.Root))
+			names, st, w, err = s.conn.ChildrenW(zklayout.LeasesPath(s.c.cfg.Root))
 		}
 		return err
 	})
@@ -210,7 +211,21 @@ func (s *claimer) list(ctx context.Context) ([]string, error) {
 	if !armed {
 		s.watch = w
 	}
+	if st != nil {
+		s.leasesCounter = st.Cversion
+	}
 	return names, nil
+}
+
+// noteSequences gives the restore detector a listing of leases/, and says
+// once each lease node whose name no sequential create made.
+func (s *claimer) noteSequences(names []string) {
+	for _, n := range s.rollback.note(names, s.leasesCounter, time.Now().UnixMilli()) {
+		s.c.m.forgedLeases.Inc()
+		s.c.log.Warn("a lease node is numbered past leases/' counter: made with a chosen name, not by a worker; not taken as a sign of a restore",
+			"node", zklayout.LeasesPath(s.c.cfg.Root)+"/"+n, "counter", s.leasesCounter,
+			"fix", "delete it (zkCli: delete <node>); a secured fleet lets only the workers' identity create in leases/")
+	}
 }
 
 // cleanOrphans deletes nodes of our creates whose answer was lost: such a

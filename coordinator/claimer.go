@@ -29,8 +29,11 @@ type claimer struct {
 	// owned are the datacenters the root owns, read (and checked against
 	// the ensemble's other fleets) by ensureRoot; claims stay inside them.
 	owned tree.DCSet
-	// rollback notices the tree rolled back under us (rollback.go).
-	rollback rollbackWatch
+	// rollback notices the tree rolled back under us (rollback.go), from
+	// the listings of leases/ and leasesCounter, the child counter (its
+	// cversion) read with the last one.
+	rollback      rollbackWatch
+	leasesCounter int32
 	// standbyNode is our standby node while we stand by (standby.go),
 	// made by the create of standbyGUID and owned by standbySession;
 	// standbyRetryAt delays a retry after a failure.

@@ -46,6 +46,8 @@ type metrics struct {
 	forward     prometheus.GaugeFunc
 	insecure    prometheus.GaugeFunc
 	idSpace     prometheus.GaugeFunc
+	// forgedLeases counts lease nodes numbered past leases/' counter.
+	forgedLeases prometheus.Counter
 }
 
 // newMetrics makes the coordinator's metrics and registers them with reg
@@ -160,6 +162,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		}
 		return 0
 	})
+	m.forgedLeases = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "snowflake_coordinator_forged_lease_nodes_total",
+		Help: "Lease nodes seen numbered at or past leases/' child counter: made with a chosen name by a plain create, not by a worker's sequential one; ignored by the restore detector.",
+	})
 	m.idSpace = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "snowflake_coordinator_id_space_remaining_seconds",
 		Help: "Seconds from this worker's clock to the last millisecond an ID can carry (2080-07-10T17:30:30.208Z, 41 bits of ms since 1288834974657); negative past it, when no claim is made.",
@@ -181,7 +187,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.resumes, m.renew,
-			m.renewErrors, m.undecodable, m.rollbacks, m.awaiting, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward, m.insecure, m.idSpace} {
+			m.renewErrors, m.undecodable, m.rollbacks, m.awaiting, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward, m.insecure, m.idSpace, m.forgedLeases} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

@@ -268,3 +268,27 @@ func TestRestoreSeenInTheLostSlotsVersion(t *testing.T) {
 	w.Crash()
 	rec.checkDisjoint(t)
 }
+
+// A lease node made with a chosen name (a plain create, numbered far past
+// leases/' counter) is no sign of a restore (#37 item 5): before, every
+// worker that listed it took its own next lease node, numbered below it,
+// for a rollback and waited for a recover that nothing called for.
+func TestForgedLeaseSequenceFreezesNothing(t *testing.T) {
+	zs := startZK(t)
+	cfg := testConfig(zs.Addr())
+	initFleet(t, cfg)
+	obs := observer(t, zs.Addr())
+	forged := zklayout.LeasesPath(zklayout.DefaultRoot) + "/" + tree.ProtectedPrefix + tree.NewGUID() + "-dc31-m31-2000000000"
+	if _, err := obs.Create(forged, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	a := startWorkerWith(t, "A", pinned(cfg, testSlot), nil, reg)
+	a.waitReady(10 * time.Second)
+	if n := counterValue(t, reg, "snowflake_coordinator_rollbacks_detected_total", "", ""); n != 0 {
+		t.Fatalf("rollbacks_detected_total = %v: the forged node was taken for a restore", n)
+	}
+	if n := counterValue(t, reg, "snowflake_coordinator_forged_lease_nodes_total", "", ""); n != 1 {
+		t.Fatalf("forged_lease_nodes_total = %v, want 1 (said once)", n)
+	}
+}

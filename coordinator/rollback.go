@@ -29,6 +29,9 @@ type rollbackWatch struct {
 	seen         int64 // the highest lease sequence seen under it
 	valid        bool  // seen was set
 	lastMs       int64 // our clock at the listing that last raised seen
+	// forged are the names listed whose sequence ZooKeeper's counter has
+	// not reached: not made by a sequential create, so not evidence.
+	forged map[string]struct{}
 }
 
 // reset forgets the sequences seen: a root read afresh (made again, or
@@ -40,13 +43,34 @@ func (r *rollbackWatch) reset(st *zk.Stat) {
 	}
 }
 
-// note records the sequences of a listing of leases/.
-func (r *rollbackWatch) note(names []string, nowMs int64) {
+// note records the sequences of a listing of leases/ whose child counter
+// (its cversion, read with the names) was cversion. A sequential create
+// numbers its node with the counter before it, so every such node is
+// numbered below the counter; one numbered at or past it was made with a
+// name of its maker's choosing (a plain create), and would otherwise make
+// every later claim look like a rollback: it is left out, and returned
+// the first time it is seen.
+func (r *rollbackWatch) note(names []string, cversion int32, nowMs int64) (forged []string) {
 	for _, n := range names {
-		if _, seq, err := zklayout.ParseLeaseName(n); err == nil && (!r.valid || zklayout.LeaseSeqBefore(r.seen, seq)) {
+		_, seq, err := zklayout.ParseLeaseName(n)
+		if err != nil {
+			continue
+		}
+		if !zklayout.LeaseSeqBefore(seq, int64(cversion)) {
+			if _, ok := r.forged[n]; !ok {
+				if r.forged == nil {
+					r.forged = map[string]struct{}{}
+				}
+				r.forged[n] = struct{}{}
+				forged = append(forged, n)
+			}
+			continue
+		}
+		if !r.valid || zklayout.LeaseSeqBefore(r.seen, seq) {
 			r.seen, r.valid, r.lastMs = seq, true, nowMs
 		}
 	}
+	return forged
 }
 
 // wentBack reports whether our new lease node, named name, is numbered at
