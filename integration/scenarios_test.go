@@ -27,6 +27,7 @@ func scenarios() []scenario {
 		{letter: "b", title: "kill -9 a worker", workers: 3, retries: stops, run: killWorker},
 		{letter: "c", title: "pause a worker (zombie)", workers: 3, retries: stops, run: pauseWorker},
 		{letter: "c2", title: "zombie wakes before its ceiling", workers: 3, retries: stops, run: zombieWakesEarly},
+		{letter: "c3", title: "pause a worker, nobody waiting", workers: 3, retries: stops, run: pauseResume},
 		{letter: "d", title: "cut a worker off ZooKeeper", workers: 3, retries: stops + "; the cut-off worker reaches its ceiling", run: partitionWorker},
 		{letter: "e", title: "kill the ZooKeeper leader", workers: 3, retries: "", run: killZKLeader},
 		{letter: "f", title: "stop 2 of 3 ZooKeeper nodes", workers: 3, retries: "", run: loseQuorum},
@@ -218,6 +219,34 @@ func pauseWorker(e env) result {
 		note: fmt.Sprintf("slot %s passed to the standby %.1f s after the pause; zombie then %s; %s", slot, took.Seconds(), z.State, note)}
 }
 
+// c3: pause a worker past its session timeout in a full datacenter with
+// nobody waiting for its slot (#42): woken, it claims its own slot again
+// at once from the last ID it issued, instead of waiting out the
+// reservation it had itself written (the 40 s horizon).
+func pauseResume(e env) result {
+	w := e.workers()[0]
+	p, err := HoldFreeSlots(e.ctx, e.st)
+	e.must(err, "hold the datacenter's free slots")
+	defer p.Release()
+	before := e.status(w)
+	fault := time.Now()
+	e.docker("pause", w.ID)
+	e.sleep(sessionTimeout + 2*time.Second) // ZooKeeper deletes its lease node
+	e.docker("unpause", w.ID)
+	took := e.waitFor(10*time.Second, "the woken worker serves its own slot again on a new lease", func() bool {
+		s, err := getStatus(e.ctx, e.fresh(w))
+		return err == nil && s.Ready && s.Slot == before.Slot && s.LeaseNode != before.LeaseNode
+	})
+	back := time.Now()
+	after := e.status(w)
+	if after.FloorMs >= before.CeilingMs {
+		e.t.Errorf("the woken worker's floor %d is at its old ceiling %d: it waited out its own reservation", after.FloorMs, before.CeilingMs)
+	}
+	return result{want: 3, fault: fault, back: back,
+		note: fmt.Sprintf("%s paused %v with every other slot of its datacenter held; woken, it served %s again %.1f s later under a new lease, from %d ms (its old ceiling %d ms)",
+			w.Short(), sessionTimeout+2*time.Second, before.Slot, took.Seconds(), after.FloorMs, before.CeilingMs)}
+}
+
 // longHorizon is the horizon of the zombie in c2: longer than the session
 // timeout (a legitimate setting, DESIGN §3), so that its lease expires
 // while its ceiling is still seconds ahead. Not the default 40 s: the
@@ -287,7 +316,11 @@ func zombieWakesEarly(e env) result {
 	back := time.Now()
 	e.sleep(2 * time.Second)
 	floor := e.status(succ).FloorMs
-	if floor < ceiling {
+	// The zombie that takes its own slot back before anyone wrote it
+	// resumes from the last ID it issued (#42), below its old ceiling; any
+	// other successor starts above that ceiling.
+	resumed := succ.ID == z.ID && floor < ceiling
+	if floor < ceiling && !resumed {
 		e.t.Errorf("the successor's floor %d lies below the zombie's confirmed ceiling %d", floor, ceiling)
 	}
 	after := e.col.ContainerIDsSince(z.ID, woke)
@@ -305,7 +338,7 @@ func zombieWakesEarly(e env) result {
 			n, hi = n+1, max(hi, f.UnixMs)
 		}
 	}
-	if succ.ID == standby.ID && e.status(z).Slot == slot {
+	if (succ.ID == standby.ID && e.status(z).Slot == slot) || (succ.ID == z.ID && e.status(standby).Slot == slot) {
 		e.t.Errorf("the zombie and the standby both report slot %s", slot)
 	}
 	zz := e.status(z)
@@ -313,6 +346,9 @@ func zombieWakesEarly(e env) result {
 		e.t.Errorf("the zombie still reports its lost lease %s (state %s)", zs.LeaseNode, zz.State)
 	}
 	note := "the zombie took its slot back under a new lease, its floor at its old ceiling"
+	if resumed {
+		note = "the zombie resumed its slot under a new lease from its last ID, nobody having held it"
+	}
 	if succ.ID == standby.ID {
 		note = e.disjoint(z, standby, slot)
 	}
