@@ -19,6 +19,7 @@
 // The files: config.go (Config: the coordinator's, kind embedded),
 // lease.go (Open, New, Close, the actor pair), next.go (Next, NextN and
 // the wait for a lease), ready.go (readiness: wait, read, HTTP),
-// errors.go, metrics.go. See README.md for when to embed and when to call
+// registered.go (what Open registered in the caller's registry, taken out
+// again by Close), errors.go, metrics.go. See README.md for when to embed and when to call
 // the fleet.
 package idlease

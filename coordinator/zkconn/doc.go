@@ -6,4 +6,9 @@
 // knows nothing of the znode layout (coordinator/zklayout) nor of the lease
 // protocol (coordinator), so the public client (worker/client) dials with
 // it without compiling either.
+//
+// The files: dial.go (Dial, DialTLS, Connect, the credentials parsed and
+// redacted), tls.go (the TLS files checked), authfile.go (ReadAuthFile:
+// the credentials file), call.go (Call and CallResult: a call bounded by
+// a ctx), parallel.go (ForEach: reads in parallel on one session).
 package zkconn

@@ -7,4 +7,10 @@
 // with the root and slot nodes' JSON, is package coordinator/tree; this
 // package is what a reader needs, so the public client (worker/client)
 // discovers workers without compiling the lease protocol.
+//
+// The files: paths.go (where the nodes are), config.go (ZKConfig: the
+// servers, root and TLS every reader is given), leasename.go (a lease
+// node's name, its sequence, the holder of each slot), lease.go (its JSON
+// and kinds), leasenodes.go (the lease nodes read once each, ephemeral
+// ones only), watch.go (ReadLeases and WatchLeases).
 package zklayout
