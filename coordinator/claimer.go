@@ -65,6 +65,10 @@ type claimer struct {
 	// found reserved too far past our clock since then (farFound).
 	waiting string
 	far     int
+	// beyondBound is how far past ZooKeeper's time no reservation can be
+	// that a holder, init or recover wrote: the root's bound (max horizon +
+	// max skew) and a second (readSlot).
+	beyondBound time.Duration
 	// resume is the lease we lost with our session, if any, whose slot a
 	// claim resumes while nobody has written it since (resume.go).
 	resume *lostLease

@@ -58,8 +58,29 @@ func (s *claimer) readSlot(ctx context.Context, l *wonLease) (tree.SlotRecord, e
 		return tree.SlotRecord{}, undecodableSlot(l.slot, fmt.Errorf("%s: %w: %w", sp, errBadSlotNode, err))
 	}
 	rec.Version, rec.MtimeMs, rec.Czxid = st.Version, st.Mtime, st.Czxid
+	if zkMs, beyond := s.beyond(rec.ReservedUntilMs); beyond {
+		return rec, undecodableSlot(l.slot, fmt.Errorf("%s: %w: reserved until %s, more than the root's bound + 1s (%v) past zookeeper's time %s",
+			sp, errBeyondBound, time.UnixMilli(rec.ReservedUntilMs).UTC().Format(time.RFC3339), s.beyondBound,
+			time.UnixMilli(zkMs).UTC().Format(time.RFC3339)))
+	}
 	return rec, nil
 }
+
+// beyond reports whether R, a slot's stored reservation, lies more than
+// beyondBound past zkMs, ZooKeeper's time of our last write (or of our
+// lease node's create, at claim). Every writer reserves at most the root's
+// bound past ZooKeeper's time of its own write, which came before: such a
+// reservation was written by hand or forged, and waiting for it would
+// freeze the slot.
+func (s *claimer) beyond(R int64) (zkMs int64, beyond bool) {
+	zkMs = s.c.mtimeMs.Load()
+	return zkMs, s.beyondBound > 0 && zkMs > 0 && R > zkMs+s.beyondBound.Milliseconds()
+}
+
+// errBeyondBound: a slot node reserved further past ZooKeeper's time than
+// any holder, init or recover reserves (hand-written or forged): damage,
+// never waited for nor adopted as a ceiling.
+var errBeyondBound = errors.New("slot reservation beyond the root's bound")
 
 // adoptIfOurs reads l's slot where a write of ours may have landed (its
 // answer was lost, or a later one met a bad version): when the slot names

@@ -292,3 +292,28 @@ func TestForgedLeaseSequenceFreezesNothing(t *testing.T) {
 		t.Fatalf("forged_lease_nodes_total = %v, want 1 (said once)", n)
 	}
 }
+
+// A slot reserved far past anything a holder, init or recover writes (by
+// hand, or forged by anyone who can write the node) is damage (#37 item
+// 5): avoided, logged and counted as a slot node that does not decode,
+// never waited for. Before, a claimer took it for a slot reserved ahead and
+// waited for its date, a year off: the slot frozen.
+func TestReservationBeyondBoundIsDamage(t *testing.T) {
+	zs := startZK(t)
+	cfg := testConfig(zs.Addr())
+	initFleet(t, cfg)
+	obs := observer(t, zs.Addr())
+	year := time.Now().Add(365 * 24 * time.Hour).UnixMilli()
+	setSlot(t, obs, func(r tree.SlotRecord) tree.SlotRecord { r.ReservedUntilMs = year; return r })
+	reg := prometheus.NewRegistry()
+	a := startWorkerWith(t, "A", pinned(cfg, testSlot), nil, reg)
+	waitFor(t, 10*time.Second, "A finds the slot damaged", func() bool {
+		return counterValue(t, reg, "snowflake_coordinator_slot_undecodable_total", "", "") >= 1
+	})
+	if r := a.c.Readiness(); r.Reason == ReasonReserved {
+		t.Fatalf("A's readiness %s: it waits for a reservation no holder could have written", r)
+	}
+	if a.c.Ready() {
+		t.Fatal("A serves a slot reserved a year ahead")
+	}
+}

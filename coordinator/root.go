@@ -92,6 +92,7 @@ func (s *claimer) tryCheckRoot(ctx context.Context) error {
 		return err
 	}
 	s.rollback.reset(st) // the root read afresh starts a new history
+	s.beyondBound = info.MaxHorizon() + info.MaxSkew() + time.Second
 	return nil
 }
 

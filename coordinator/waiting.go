@@ -138,6 +138,9 @@ func (s *claimer) reservedFar(ctx context.Context, sl snowflake.Slot) bool {
 	if err != nil || time.Duration(rec.ReservedUntilMs-s.c.nowMs())*time.Millisecond <= s.c.cfg.MaxReservationWait {
 		return false
 	}
+	if _, beyond := s.beyond(rec.ReservedUntilMs); beyond {
+		return false // damage, not a wait: the claim's read says so
+	}
 	s.avoidSlot(s.farFound(sl, rec.ReservedUntilMs))
 	return true
 }
