@@ -1,11 +1,9 @@
 package worker
 
 import (
+	"context"
 	"net"
-
-	"github.com/prometheus/client_golang/prometheus"
 	"net/http"
-	"sync"
 	"time"
 )
 
@@ -20,14 +18,21 @@ const (
 	adminWriteTimeout = 30 * time.Second
 	adminIdleTimeout  = time.Minute
 	adminMaxHeader    = 16 << 10
+	// adminReserve is how many connections AdminListener takes past
+	// HTTPMaxConns, for the probes: each answers /healthz or /readyz (any
+	// other path 503) and is closed, within adminReserveTime in all.
+	adminReserve     = 8
+	adminReserveTime = 2 * time.Second
 )
 
 // AdminServer is the admin HTTP server for h (Handler): bounded in time
 // at every phase, as the RESP server is. Serve it on AdminListener's
-// listener.
+// listener: on a connection from its reserve, only the probes are
+// answered.
 func (s *Server) AdminServer(h http.Handler) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           probesOnReserve(h),
+		ConnContext:       reserveContext,
 		ReadHeaderTimeout: adminReadHeaderTimeout,
 		ReadTimeout:       adminReadTimeout,
 		WriteTimeout:      adminWriteTimeout,
@@ -36,90 +41,63 @@ func (s *Server) AdminServer(h http.Handler) *http.Server {
 	}
 }
 
-// AdminListener caps ln at Config.HTTPMaxConns open connections: past the
-// cap it accepts no more until one closes, and the kernel's backlog holds
-// the rest. Without a cap, a client that opens connections and keeps them
-// would exhaust the process's file descriptors, and with them the ID
-// port's accepts and the ZooKeeper reconnects.
+// AdminListener caps ln at Config.HTTPMaxConns open connections: past
+// the cap, new ones go to a reserve of adminReserve for the probes, and
+// past that they wait in the kernel's backlog until one closes. Without a
+// cap, a client that opens connections and keeps them would exhaust the
+// process's file descriptors, and with them the ID port's accepts and the
+// ZooKeeper reconnects.
 //
-// One remote address holds at most Config.HTTPMaxConnsPerAddr of them: past
-// that a new connection from it is closed at once (counted), so that 700
-// idle connections from one host no longer keep /healthz failing past the
-// liveness probe's restart point.
+// One remote address holds at most Config.HTTPMaxConnsPerAddr of them,
+// the reserve's included: past that a new connection from it is closed at
+// once (counted), so that 700 idle connections from one host no longer
+// keep /healthz failing past the liveness probe's restart point. The
+// reserve is for the cap filled from many addresses (8 x 32 keep-alive
+// connections filled 256): kubelet's next probe still gets its answer.
 func (s *Server) AdminListener(ln net.Listener) net.Listener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, s.cfg.HTTPMaxConns), done: make(chan struct{}),
-		perAddr: s.cfg.HTTPMaxConnsPerAddr, byAddr: map[string]int{}, refused: s.m.adminRefused}
+	l := newLimitListener(ln, s.cfg.HTTPMaxConns, s.cfg.HTTPMaxConnsPerAddr, s.m.adminRefused)
+	l.reserve, l.reserveTime, l.reserved = make(chan struct{}, adminReserve), adminReserveTime, s.m.adminReserved
+	return l
 }
 
-// limitListener is AdminListener's listener.
-type limitListener struct {
-	net.Listener
-	sem       chan struct{} // one token per open connection
-	done      chan struct{} // closed by Close: Accept waits no more
-	closeOnce sync.Once
-	perAddr   int
-	mu        sync.Mutex
-	byAddr    map[string]int // open connections by remote host
-	refused   prometheus.Counter
-}
+// reservedKey marks, in a request's context, a connection from the
+// admin port's reserve.
+type reservedKey struct{}
 
-func (l *limitListener) Accept() (net.Conn, error) {
+// reserveContext is AdminServer's ConnContext: it marks the connections
+// AdminListener took into its reserve (under TLS, the tls.Conn's).
+func reserveContext(ctx context.Context, c net.Conn) context.Context {
 	for {
-		select {
-		case l.sem <- struct{}{}:
-		case <-l.done:
-			return nil, net.ErrClosed
-		}
-		c, err := l.Listener.Accept()
-		if err != nil {
-			<-l.sem
-			return nil, err
-		}
-		host := remoteHost(c)
-		l.mu.Lock()
-		if l.byAddr[host] >= l.perAddr {
-			l.mu.Unlock()
-			c.Close()
-			<-l.sem
-			l.refused.Inc()
-			continue
-		}
-		l.byAddr[host]++
-		l.mu.Unlock()
-		return &limitConn{Conn: c, release: func() {
-			l.mu.Lock()
-			if l.byAddr[host]--; l.byAddr[host] <= 0 {
-				delete(l.byAddr, host)
+		if lc, ok := c.(*limitConn); ok {
+			if !lc.reserved.IsZero() {
+				return context.WithValue(ctx, reservedKey{}, true)
 			}
-			l.mu.Unlock()
-			<-l.sem
-		}}, nil
+			return ctx
+		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return ctx
+		}
+		c = u.NetConn()
 	}
 }
 
-// remoteHost is the host part of c's remote address.
-func remoteHost(c net.Conn) string {
-	a := c.RemoteAddr().String()
-	if h, _, err := net.SplitHostPort(a); err == nil {
-		return h
-	}
-	return a
-}
-
-func (l *limitListener) Close() error {
-	l.closeOnce.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-// limitConn gives its token back once, on the first Close.
-type limitConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
+// probesOnReserve wraps h: on a reserved connection it answers GET
+// /healthz and /readyz and nothing else (503 saying why), and closes the
+// connection after the answer.
+func probesOnReserve(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Value(reservedKey{}) == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Connection", "close")
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "503 the admin port's --http-max-conns connections are all open: "+
+				"this connection is from the probes' reserve, which answers /healthz and /readyz only", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
