@@ -64,11 +64,11 @@ func newAuth(reg prometheus.Registerer, cmds commandTable) (*auth, error) {
 		authCmd: cmds.lookup([]byte("auth")), helloCmd: cmds.lookup([]byte("hello")), quitCmd: cmds.lookup([]byte("quit")),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_worker_auth_failures_total",
-			Help: "AUTH and HELLO AUTH attempts refused with WRONGPASS (a wrong password, or a user other than default).",
+			Help: "AUTH and HELLO AUTH attempts refused with WRONGPASS (a wrong password, or a user other than default), and wrong bearer passwords on IDs over HTTP (401).",
 		}),
 		lockouts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_worker_auth_lockouts_total",
-			Help: "Connections closed after sending MaxWrongPasswords (3) wrong passwords.",
+			Help: "Connections closed after sending MaxWrongPasswords (3) wrong passwords (AUTH, or bearer passwords over HTTP).",
 		}),
 		revoked: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_worker_auth_revoked_total",

@@ -45,6 +45,12 @@ type Config struct {
 	// idle connections from one host cannot keep the probes (kubelet's,
 	// Prometheus's) out.
 	HTTPMaxConnsPerAddr int
+	// HTTPIDsMaxConnsPerAddr caps the connections of IDs over HTTP
+	// (IDsListener) from one remote address, as HTTPMaxConnsPerAddr the
+	// admin port's: past it (or MaxConns, if lower), a new one from that
+	// address is closed at once, so that one host cannot hold MaxConns.
+	// A balancer is one address for all its clients: give it room.
+	HTTPIDsMaxConnsPerAddr int
 	// CloseOnNoLease closes a connection right after it answers -NOLEASE or
 	// -CLOCKBACK (no lease, ceiling passed, clock behind, draining), so that
 	// a generic client pooled behind an L4 balancer reconnects to a worker
@@ -63,20 +69,22 @@ type Config struct {
 
 // DefaultConfig listens on :7609 with up to 10,000 connections, a 5-minute
 // idle timeout, 10 s to finish a started request or a write, and 5 s to
-// drain; the admin HTTP server takes up to 256 connections; protected mode
-// is on.
+// drain; the admin HTTP server takes up to 256 connections, 32 from one
+// address; IDs over HTTP up to 1,000 from one address; protected mode is
+// on.
 func DefaultConfig() Config {
 	return Config{
-		Listen:              ":7609",
-		MaxConns:            10000,
-		IdleTimeout:         5 * time.Minute,
-		ReadTimeout:         10 * time.Second,
-		WriteTimeout:        10 * time.Second,
-		DrainTimeout:        5 * time.Second,
-		HTTPMaxConns:        256,
-		HTTPMaxConnsPerAddr: 32,
-		CloseOnNoLease:      true,
-		ProtectedMode:       true,
+		Listen:                 ":7609",
+		MaxConns:               10000,
+		IdleTimeout:            5 * time.Minute,
+		ReadTimeout:            10 * time.Second,
+		WriteTimeout:           10 * time.Second,
+		DrainTimeout:           5 * time.Second,
+		HTTPMaxConns:           256,
+		HTTPMaxConnsPerAddr:    32,
+		HTTPIDsMaxConnsPerAddr: 1000,
+		CloseOnNoLease:         true,
+		ProtectedMode:          true,
 	}
 }
 
@@ -106,6 +114,9 @@ func (c Config) Validate() error {
 	}
 	if c.HTTPMaxConnsPerAddr < 1 || c.HTTPMaxConnsPerAddr > c.HTTPMaxConns {
 		return bad("HTTPMaxConnsPerAddr", c.HTTPMaxConnsPerAddr, fmt.Sprintf("is out of range 1..HTTPMaxConns (%d)", c.HTTPMaxConns))
+	}
+	if c.HTTPIDsMaxConnsPerAddr < 1 || c.HTTPIDsMaxConnsPerAddr > 1_000_000 {
+		return bad("HTTPIDsMaxConnsPerAddr", c.HTTPIDsMaxConnsPerAddr, "is out of range 1..1000000")
 	}
 	return nil
 }

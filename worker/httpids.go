@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net"
@@ -8,38 +9,60 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // IDs over HTTP (--http-ids), for callers with an HTTP client and no Redis
 // one: GET /id and GET /ids?count=N, behind the RESP port's gates (the
-// lease's readiness, the password, MaxConns and the timeouts) and counted
-// in its metrics as NEXTID and NEXTIDS.
+// lease's readiness, protected mode, the password and its lockout,
+// MaxConns, a cap per address and the timeouts) and counted in its
+// metrics as NEXTID and NEXTIDS.
+
+// idsMaxHeader is IDsServer's MaxHeaderBytes: net/http reads that plus
+// 4,096 bytes before it answers 431, so a request's head may be
+// AuthMaxFrame bytes, the most an unauthenticated RESP request may be. A
+// request for IDs carries nothing else: one with a body is refused.
+const idsMaxHeader = AuthMaxFrame - 4096
 
 // IDsServer is the HTTP server of IDsHandler, bounded in time as the RESP
 // server is: ReadTimeout for a request to arrive, WriteTimeout for its
-// answer, IdleTimeout between requests. Serve it on IDsListener's listener.
+// answer, IdleTimeout between requests (ReadTimeout until the connection
+// sent the password, when one is set: idsConn). HTTP/1.1 only, so that a
+// connection is one request at a time, as a RESP one is one queue. Serve
+// it on IDsListener's listener.
 func (s *Server) IDsServer() *http.Server {
 	return &http.Server{
 		Handler:           s.IDsHandler(),
+		ConnContext:       idsConnContext,
 		ReadHeaderTimeout: s.cfg.ReadTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
-		MaxHeaderBytes:    adminMaxHeader,
+		MaxHeaderBytes:    idsMaxHeader,
+		// Not nil: no HTTP/2 under TLS (go.mod's Go predates Protocols).
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
 }
 
 // IDsListener caps ln at Config.MaxConns open connections, the RESP
-// port's cap (past it new ones wait in the kernel's backlog). There is no
-// cap per remote address: a balancer is one address for all its clients.
+// port's cap (past it new ones wait in the kernel's backlog), and at
+// Config.HTTPIDsMaxConnsPerAddr from one remote address: past that a new
+// connection from it is closed at once (counted), so that one host cannot
+// hold them all and keep out the clients with the password.
 func (s *Server) IDsListener(ln net.Listener) net.Listener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, s.cfg.MaxConns), done: make(chan struct{}),
-		perAddr: s.cfg.MaxConns, byAddr: map[string]int{},
-		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "unused"})} // perAddr never binds
+	l := newLimitListener(ln, s.cfg.MaxConns, s.cfg.HTTPIDsMaxConnsPerAddr, s.m.idsRefused)
+	l.wrap = func(c net.Conn) net.Conn { return &idsConn{Conn: c, s: s} }
+	return l
 }
+
+// httpDenied is protected mode's refusal over HTTP (403), replyDenied's
+// counterpart.
+const httpDenied = "snowflaked is running in protected mode because protected mode is enabled and no password is set. " +
+	"In this mode IDs over HTTP are only served to the loopback interface (and, with --http-ids-tls, to clients with a verified certificate). " +
+	"To serve other hosts, do one of the following: " +
+	"1) set a password: start snowflaked with --requirepass-file FILE and have clients send Authorization: Bearer <password>; " +
+	"2) use mutual TLS: --http-ids-tls with --tls-auth-clients yes, and give clients certificates; " +
+	"3) if nothing untrusted can reach this port (a private network, a NetworkPolicy), disable protected mode with --protected-mode no (SNOWFLAKE_PROTECTED_MODE=no) and restart."
 
 // IDsHandler serves GET /id and GET /ids?count=N (1..4096). The IDs are
 // JSON strings by default ({"id":"…"}, {"ids":["…",…]}), since a JSON
@@ -71,13 +94,19 @@ func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, many bool) res
 		httpError(w, http.StatusMethodNotAllowed, "method "+r.Method+" is not allowed: GET")
 		return resError
 	}
-	if s.auth.required() {
-		pw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || !s.auth.checkRequest([]byte(pw)) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="snowflaked"`)
-			httpError(w, http.StatusUnauthorized, "a password is required: Authorization: Bearer <password>")
-			return resError
-		}
+	if s.protectedDeniesRequest(r) {
+		s.m.denied.Inc()
+		w.Header().Set("Connection", "close")
+		httpError(w, http.StatusForbidden, httpDenied)
+		return resError
+	}
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+		httpError(w, http.StatusRequestEntityTooLarge, "a request for IDs has no body: GET /id or /ids?count=N, nothing after the header")
+		return resError
+	}
+	if !s.authorized(w, r) {
+		return resError
 	}
 	q := r.URL.Query()
 	n := 1
@@ -112,6 +141,31 @@ func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, many bool) res
 	s.m.ids.Add(float64(n))
 	writeIDs(w, r, first, n, many, form)
 	return resOK
+}
+
+// authorized checks r's password (Authorization: Bearer) when one is
+// set, and answers 401 when it is missing or wrong; the answer to the
+// connection's MaxWrongPasswords-th wrong one closes it, as AUTH's does.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if !s.auth.required() {
+		return true
+	}
+	c := s.idsConnOf(r)
+	if pw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.auth.checkRequest([]byte(pw)) {
+		c.authed.Store(true)
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="snowflaked"`)
+	msg := "a password is required: Authorization: Bearer <password>"
+	if len(r.Header["Authorization"]) > 0 {
+		msg = "wrong password in Authorization: Bearer <password>"
+		if c.wrongPassword() {
+			w.Header().Set("Connection", "close")
+			msg += "; " + strconv.Itoa(MaxWrongPasswords) + " wrong passwords on this connection: it is closed"
+		}
+	}
+	httpError(w, http.StatusUnauthorized, msg)
+	return false
 }
 
 // unavailable is the refusal: 503, and the connection closed after it, so

@@ -22,6 +22,9 @@ type metrics struct {
 	// adminReserved counts admin connections taken into the probes'
 	// reserve: HTTPMaxConns were open (AdminListener).
 	adminReserved prometheus.Counter
+	// idsRefused counts IDs-over-HTTP connections closed at once: their
+	// remote address held HTTPIDsMaxConnsPerAddr already (IDsListener).
+	idsRefused prometheus.Counter
 	// denied counts connections refused by protected mode (protected.go).
 	denied    prometheus.Counter
 	protoErrs prometheus.Counter
@@ -68,9 +71,13 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable, open, accepted *at
 			Name: "snowflake_worker_admin_connections_reserved_total",
 			Help: "Admin HTTP connections taken into the probes' reserve because HTTPMaxConns were open: each answers /healthz or /readyz only, then closes.",
 		}),
+		idsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_http_ids_connections_refused_total",
+			Help: "IDs-over-HTTP connections closed at once because their remote address held HTTPIDsMaxConnsPerAddr already.",
+		}),
 		denied: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_worker_connections_denied_total",
-			Help: "Client connections from a non-loopback address answered -DENIED and closed by protected mode (no password set, --protected-mode yes).",
+			Help: "Client connections from a non-loopback address answered -DENIED (403 on IDs over HTTP) and closed by protected mode (no password set, --protected-mode yes).",
 		}),
 		protoErrs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_worker_protocol_errors_total",
@@ -94,7 +101,7 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable, open, accepted *at
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{ids, requests, latency, m.conns, m.connsTotal,
-			m.rejected, m.adminRefused, m.adminReserved, m.denied, m.protoErrs, timeouts} {
+			m.rejected, m.adminRefused, m.adminReserved, m.idsRefused, m.denied, m.protoErrs, timeouts} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}
