@@ -6,7 +6,7 @@ PKGS     := ./...
 # build with (go mod tidy writes it with its patch number, a toolchain name).
 GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps build test docs-check bench heal-bench bench-embedded lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean diagram model rules screenshot k8s
+.PHONY: all deps build test docs-check bench heal-bench bench-embedded lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean diagram model rules screenshot k8s k8s-push
 
 all: build
 
@@ -162,3 +162,12 @@ screenshot:
 ## module of its own, so the Kubernetes libraries stay out of go.mod
 k8s:
 	cd deploy/k8s && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+## k8s-push: build the worker and ZooKeeper images (as make images does), push
+## them to REGISTRY (a host and path: make k8s-push
+## REGISTRY=registry.example.com/team; ZK_IMAGE_REF=<official image@sha256:...>
+## pins the official ZooKeeper image instead of ours) and pin their digests in
+## deploy/k8s/kustomization.yaml's images: (deploy/k8s/push.sh)
+k8s-push:
+	@test -n "$(REGISTRY)" || { echo "make k8s-push REGISTRY=registry.example.com/team (a registry you can push to)"; exit 1; }
+	deploy/k8s/push.sh "$(REGISTRY)"

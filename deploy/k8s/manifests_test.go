@@ -37,7 +37,14 @@ type manifests struct {
 	policies     []*networkingv1.NetworkPolicy
 	// secrets are the kustomization's secretGenerator entries.
 	secrets []secretGenerator
+	// images are the kustomization's images: entries (images_test.go).
+	images []imageEntry
+	// files is the manifest each object came from, by "Kind name".
+	files map[string]string
 }
+
+// fileOf is the manifest an object of this kind and name came from.
+func (m manifests) fileOf(kind, name string) string { return m.files[kind+" "+name] }
 
 // secretGenerator is one entry of kustomization.yaml's secretGenerator.
 type secretGenerator struct {
@@ -50,6 +57,12 @@ type secretGenerator struct {
 // unknown and duplicate fields as errors.
 func load(t *testing.T) manifests {
 	t.Helper()
+	return loadDir(t, ".")
+}
+
+// loadDir is load on the kustomization in dir.
+func loadDir(t *testing.T, dir string) manifests {
+	t.Helper()
 	var k struct {
 		APIVersion string `json:"apiVersion"`
 		Kind       string `json:"kind"`
@@ -58,8 +71,9 @@ func load(t *testing.T) manifests {
 		} `json:"labels"`
 		Resources       []string          `json:"resources"`
 		SecretGenerator []secretGenerator `json:"secretGenerator"`
+		Images          []imageEntry      `json:"images"`
 	}
-	b, err := os.ReadFile("kustomization.yaml")
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,14 +83,17 @@ func load(t *testing.T) manifests {
 	if k.APIVersion != "kustomize.config.k8s.io/v1beta1" || k.Kind != "Kustomization" {
 		t.Fatalf("kustomization.yaml: %s %s", k.APIVersion, k.Kind)
 	}
-	files, _ := filepath.Glob("*.yaml")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	for i := range files {
+		files[i] = filepath.Base(files[i])
+	}
 	files = slices.DeleteFunc(files, func(f string) bool { return f == "kustomization.yaml" })
 	if got := slices.Sorted(slices.Values(k.Resources)); !slices.Equal(got, files) {
 		t.Fatalf("kustomization resources %v, files %v", got, files)
 	}
-	m := manifests{secrets: k.SecretGenerator}
+	m := manifests{secrets: k.SecretGenerator, images: k.Images, files: map[string]string{}}
 	for _, f := range k.Resources {
-		b, err := os.ReadFile(f)
+		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,6 +134,7 @@ func load(t *testing.T) manifests {
 			if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
 				t.Fatalf("%s #%d (%s): %v", f, i, tm.Kind, err)
 			}
+			m.files[tm.Kind+" "+obj.(named).GetName()] = f
 		}
 	}
 	return m
