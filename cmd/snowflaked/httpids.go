@@ -15,13 +15,18 @@ import (
 
 // checkHTTPIDs is the flag-time check of --http-ids: an address, and never
 // the admin port, whose probes and metrics must not share a listener (its
-// limits, its token) with traffic.
+// limits, its token) with traffic; over TLS when the ID port is TLS only
+// (--listen ""), so that plaintext HTTP is no way around its mutual TLS.
 func (o *options) checkHTTPIDs() error {
 	if o.httpIDs == "" {
 		if o.tls.idsTLS {
 			return usagef("--http-ids-tls needs --http-ids")
 		}
 		return nil
+	}
+	if o.worker.Listen == "" && o.tls.listen != "" && !o.tls.idsTLS {
+		return usagef(`--http-ids %s would serve IDs in plaintext while the ID port is TLS only (--listen "" with --tls-listen): add --http-ids-tls, whose connections follow --tls-auth-clients (%s)`,
+			o.httpIDs, o.tls.files.AuthClients)
 	}
 	_, port, err := net.SplitHostPort(o.httpIDs)
 	if err != nil {

@@ -17,7 +17,9 @@ import (
 )
 
 // TestHTTPIDsFlags: --http-ids is never the admin port, and
-// --http-ids-tls needs it; the errors name the flags.
+// --http-ids-tls needs it; with the ID port TLS only, --http-ids needs
+// --http-ids-tls (before, it served plaintext IDs beside a mutual-TLS ID
+// port); the errors name the flags.
 func TestHTTPIDsFlags(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -28,11 +30,25 @@ func TestHTTPIDsFlags(t *testing.T) {
 		{[]string{"--http", "127.0.0.1:9000", "--http-ids", "0.0.0.0:9000"}, "is on the admin port"},
 		{[]string{"--http-ids", "7611"}, `--http-ids "7611": want host:port`},
 		{[]string{"--http-ids-tls"}, "--http-ids-tls needs --http-ids"},
+		// The ID port TLS only: plaintext HTTP would be a way around its
+		// mutual TLS.
 	} {
 		_, err := parseFlags(c.args, io.Discard)
 		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+	// The ID port TLS only: plaintext HTTP would be a way around its
+	// mutual TLS.
+	certs := zktest.NewCerts(t)
+	tlsOnly := []string{"--listen", "", "--tls-listen", ":7612", "--http-ids", ":7611",
+		"--tls-cert-file", certs.ServerFile, "--tls-key-file", certs.ServerFile, "--tls-ca-cert-file", certs.CAFile}
+	want := `--http-ids :7611 would serve IDs in plaintext while the ID port is TLS only (--listen "" with --tls-listen): add --http-ids-tls`
+	if _, err := parseFlags(tlsOnly, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v: %v, want %q", tlsOnly, err, want)
+	}
+	if _, err := parseFlags(append(tlsOnly, "--http-ids-tls"), io.Discard); err != nil {
+		t.Errorf("%v --http-ids-tls: %v", tlsOnly, err)
 	}
 }
 
