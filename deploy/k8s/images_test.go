@@ -371,8 +371,9 @@ esac
 }
 
 // TestKustomizeBuild: where kubectl is installed, kustomize itself builds
-// the kit (with generated secrets, in a copy) and every container runs the
-// reference this test's reading of images: gives.
+// the kit (with generated secrets, in a copy), every container runs the
+// reference this test's reading of images: gives, and every object is in
+// the fleet's namespace.
 func TestKustomizeBuild(t *testing.T) {
 	if _, err := exec.LookPath("kubectl"); err != nil {
 		t.Skip("kubectl not installed: kustomize's own build not checked")
@@ -397,7 +398,8 @@ func TestKustomizeBuild(t *testing.T) {
 		var o struct {
 			Kind     string `json:"kind"`
 			Metadata struct {
-				Name string `json:"name"`
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
 			} `json:"metadata"`
 			Spec struct {
 				Template struct {
@@ -410,6 +412,9 @@ func TestKustomizeBuild(t *testing.T) {
 		}
 		for _, c := range o.Spec.Template.Spec.Containers {
 			got[strings.ToLower(o.Kind)+" "+o.Metadata.Name+"/"+c.Name] = c.Image
+		}
+		if o.Kind != "Namespace" && o.Metadata.Namespace != m.namespace {
+			t.Errorf("kustomize puts %s %s in namespace %q, want %q", o.Kind, o.Metadata.Name, o.Metadata.Namespace, m.namespace)
 		}
 	}
 	if len(got) == 0 || !maps.Equal(got, want) {

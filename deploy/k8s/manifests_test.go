@@ -41,6 +41,11 @@ type manifests struct {
 	images []imageEntry
 	// files is the manifest each object came from, by "Kind name".
 	files map[string]string
+	// namespace is the kustomization's namespace:; namespaces its Namespace
+	// objects; objects every object, by "Kind name", with its metadata.
+	namespace  string
+	namespaces []*corev1.Namespace
+	objects    map[string]metav1.Object
 }
 
 // fileOf is the manifest an object of this kind and name came from.
@@ -72,6 +77,7 @@ func loadDir(t *testing.T, dir string) manifests {
 		Resources       []string          `json:"resources"`
 		SecretGenerator []secretGenerator `json:"secretGenerator"`
 		Images          []imageEntry      `json:"images"`
+		Namespace       string            `json:"namespace"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
@@ -91,7 +97,8 @@ func loadDir(t *testing.T, dir string) manifests {
 	if got := slices.Sorted(slices.Values(k.Resources)); !slices.Equal(got, files) {
 		t.Fatalf("kustomization resources %v, files %v", got, files)
 	}
-	m := manifests{secrets: k.SecretGenerator, images: k.Images, files: map[string]string{}}
+	m := manifests{secrets: k.SecretGenerator, images: k.Images, files: map[string]string{},
+		namespace: k.Namespace, objects: map[string]metav1.Object{}}
 	for _, f := range k.Resources {
 		b, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
@@ -125,6 +132,9 @@ func loadDir(t *testing.T, dir string) manifests {
 			case "policy/v1 PodDisruptionBudget":
 				o := &policyv1.PodDisruptionBudget{}
 				m.pdbs, obj = append(m.pdbs, o), o
+			case "v1 Namespace":
+				o := &corev1.Namespace{}
+				m.namespaces, obj = append(m.namespaces, o), o
 			case "networking.k8s.io/v1 NetworkPolicy":
 				o := &networkingv1.NetworkPolicy{}
 				m.policies, obj = append(m.policies, o), o
@@ -135,6 +145,7 @@ func loadDir(t *testing.T, dir string) manifests {
 				t.Fatalf("%s #%d (%s): %v", f, i, tm.Kind, err)
 			}
 			m.files[tm.Kind+" "+obj.(named).GetName()] = f
+			m.objects[tm.Kind+" "+obj.(named).GetName()] = obj.(metav1.Object)
 		}
 	}
 	return m

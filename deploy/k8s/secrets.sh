@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # secrets.sh [DIR] writes the files kustomization.yaml's secretGenerator
-# makes the Secrets snowflake-credentials and snowflake-operator of (default DIR: secrets/ beside
+# makes the Secrets snowflake-client, snowflake-worker and snowflake-operator of (default DIR: secrets/ beside
 # this script, which git ignores), each only when absent, mode 0600:
 #   zk-operator   ZooKeeper digest identity operator:<64 hex>, owner of the tree (Secret snowflake-operator: the init Job only)
-#   zk-worker     ZooKeeper digest identity worker:<64 hex>, what a worker may do
-#   requirepass   the password clients AUTH with (64 hex)
+#   zk-worker     ZooKeeper digest identity worker:<64 hex>, what a worker may do (Secret snowflake-worker)
+#   requirepass   the password clients AUTH with (64 hex) (Secret snowflake-client)
 # Nothing is shipped with a known password: kubectl apply -k fails until
 # these exist. To rotate one, see ../security.md.
 set -euo pipefail

@@ -15,15 +15,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // The credentials Secrets and their keys (kustomization.yaml's
-// secretGenerator, secrets.sh): the workers' Secret, and the operator's,
-// which only the init Job refers to (so rotating the operator identity
-// touches the Job alone, and RBAC can keep the workers' namespace readers
-// off it).
+// secretGenerator, secrets.sh): one Secret per consumer. The client
+// password (a client copies it, and nothing else), the worker identity, and
+// the operator's, which only the init Job refers to (so rotating it touches
+// the Job alone).
 const (
-	secretName         = "snowflake-credentials"
+	clientSecretName   = "snowflake-client"
+	workerSecretName   = "snowflake-worker"
 	operatorSecretName = "snowflake-operator"
 	keyZKOperator      = "zk-operator"
 	keyZKWorker        = "zk-worker"
@@ -32,8 +34,16 @@ const (
 
 // secretKeys is which Secret holds each key.
 var secretKeys = map[string][]string{
-	secretName:         {keyRequirepass, keyZKWorker},
+	clientSecretName:   {keyRequirepass},
+	workerSecretName:   {keyZKWorker},
 	operatorSecretName: {keyZKOperator},
+}
+
+// secretConsumers are the only workloads that may mount each Secret.
+var secretConsumers = map[string][]string{
+	clientSecretName:   {"deployment snowflaked"},
+	workerSecretName:   {"deployment snowflaked", "job snowflakectl-init"},
+	operatorSecretName: {"job snowflakectl-init"},
 }
 
 // secretOf is the Secret a key belongs in.
@@ -46,11 +56,15 @@ func secretOf(key string) string {
 	return ""
 }
 
-// The labels networkpolicies.yaml admits by.
+// The labels networkpolicies.yaml admits by: on pods, and (the same key)
+// on the namespaces clients run in.
 var (
 	zkClientLabels    = map[string]string{"snowflake.io/zk-client": "true"}
 	idClientLabels    = map[string]string{"snowflake.io/id-client": "true"}
 	adminClientLabels = map[string]string{"snowflake.io/admin-client": "true"}
+	// The cluster DNS, which the workers' egress allows.
+	dnsNamespaceLabels = map[string]string{"kubernetes.io/metadata.name": "kube-system"}
+	dnsPodLabels       = map[string]string{"k8s-app": "kube-dns"}
 )
 
 // TestSecureAsShipped: the manifests are secure as they come (issue 24
@@ -112,7 +126,8 @@ func TestSecurityChecksCatchGaps(t *testing.T) {
 		{"the operator key in the workers' Secret", func(m *manifests) {
 			for i := range m.secrets {
 				if m.secrets[i].Name == operatorSecretName {
-					m.secrets[(i+1)%2].Files = append(m.secrets[(i+1)%2].Files, m.secrets[i].Files...)
+					j := (i + 1) % len(m.secrets)
+					m.secrets[j].Files = append(m.secrets[j].Files, m.secrets[i].Files...)
 					m.secrets[i].Files = nil
 				}
 			}
@@ -144,7 +159,7 @@ func TestSecurityChecksCatchGaps(t *testing.T) {
 		}},
 		{"a password in the environment", func(m *manifests) {
 			worker(*m).Env = append(worker(*m).Env, corev1.EnvVar{Name: "SNOWFLAKE_REQUIREPASS", ValueFrom: &corev1.EnvVarSource{
-				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secretName}, Key: keyRequirepass}}})
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: clientSecretName}, Key: keyRequirepass}}})
 		}},
 		{"files readable by others", func(m *manifests) {
 			mode := int32(0o444)
@@ -166,13 +181,116 @@ func TestSecurityChecksCatchGaps(t *testing.T) {
 		{"workers not labelled as ZooKeeper clients", func(m *manifests) {
 			delete(m.deployments[0].Spec.Template.Labels, "snowflake.io/zk-client")
 		}},
+
+		// A namespace of its own.
+		{"no namespace: in the kustomization", func(m *manifests) { m.namespace = "" }},
+		{"the default namespace", func(m *manifests) { m.namespace = "default" }},
+		{"no Namespace object", func(m *manifests) { m.namespaces = nil }},
+		{"the Namespace not enforcing restricted", func(m *manifests) { delete(m.namespaces[0].Labels, "pod-security.kubernetes.io/enforce") }},
+		{"an object in another namespace", func(m *manifests) { m.services[0].Namespace = "default" }},
+		{"an object naming no namespace", func(m *manifests) { m.hpas[0].Namespace = "" }},
+
+		// Clients across namespaces: a namespace label and a pod label, both.
+		{"the ID port from every pod of labelled namespaces", func(m *manifests) {
+			policy(*m, "snowflaked").Spec.Ingress[0].From[0].PodSelector = nil
+		}},
+		{"the ID port from labelled pods of the fleet's namespace only", func(m *manifests) {
+			policy(*m, "snowflaked").Spec.Ingress[0].From[0].NamespaceSelector = nil
+		}},
+		{"the namespace and pod selectors in two entries (either admits)", func(m *manifests) {
+			r := &policy(*m, "snowflaked").Spec.Ingress[0]
+			f := r.From[0]
+			r.From = []networkingv1.NetworkPolicyPeer{{NamespaceSelector: f.NamespaceSelector}, {PodSelector: f.PodSelector}}
+		}},
+		{"the admin port from labelled pods of any namespace", func(m *manifests) {
+			policy(*m, "snowflaked").Spec.Ingress[1].From[0].NamespaceSelector = &metav1.LabelSelector{}
+		}},
+		{"the ID port from an ipBlock", func(m *manifests) {
+			r := &policy(*m, "snowflaked").Spec.Ingress[0]
+			r.From = append(r.From, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/8"}})
+		}},
+		{"ZooKeeper's client port from every labelled pod of every namespace", func(m *manifests) {
+			policy(*m, "zookeeper").Spec.Ingress[0].From[1].NamespaceSelector = &metav1.LabelSelector{}
+		}},
+
+		// Worker egress: ZooKeeper and DNS only.
+		{"no worker egress policy", func(m *manifests) { dropPolicy(m, "snowflaked-egress") }},
+		{"no init Job egress policy", func(m *manifests) { dropPolicy(m, "snowflakectl-init-egress") }},
+		{"worker egress anywhere", func(m *manifests) { policy(*m, "snowflaked-egress").Spec.Egress[0].To = nil }},
+		{"worker egress to every port of ZooKeeper", func(m *manifests) { policy(*m, "snowflaked-egress").Spec.Egress[0].Ports = nil }},
+		{"worker egress to the internet", func(m *manifests) {
+			r := &policy(*m, "snowflaked-egress").Spec.Egress[0]
+			r.To = append(r.To, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}})
+		}},
+		{"worker egress to ZooKeeper's quorum port", func(m *manifests) {
+			r := &policy(*m, "snowflaked-egress").Spec.Egress[0]
+			p := intstr.FromInt32(2888)
+			r.Ports = append(r.Ports, networkingv1.NetworkPolicyPort{Port: &p})
+		}},
+		{"worker egress to port 53 of every namespace", func(m *manifests) {
+			policy(*m, "snowflaked-egress").Spec.Egress[1].To[0].NamespaceSelector = &metav1.LabelSelector{}
+		}},
+		{"worker egress without DNS", func(m *manifests) {
+			np := policy(*m, "snowflaked-egress")
+			np.Spec.Egress = np.Spec.Egress[:1]
+		}},
+		{"a second policy opening worker egress", func(m *manifests) {
+			np := policy(*m, "snowflaked-egress").DeepCopy()
+			np.Name = "more"
+			np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"x": "y"}}, PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"x": "y"}}}},
+				Ports: np.Spec.Egress[0].Ports})
+			m.policies = append(m.policies, np)
+		}},
+
+		// One Secret per consumer.
+		{"the password in the workers' identity Secret", func(m *manifests) {
+			for i := range m.secrets {
+				if m.secrets[i].Name == workerSecretName {
+					m.secrets[i].Files = append(m.secrets[i].Files, "requirepass=secrets/requirepass")
+				}
+			}
+		}},
+		{"the client Secret mounted by the init Job", func(m *manifests) {
+			job(*m).Volumes = append(job(*m).Volumes, corev1.Volume{Name: "pw", VolumeSource: corev1.VolumeSource{
+				Secret: &corev1.SecretVolumeSource{SecretName: clientSecretName}}})
+		}},
+		{"the worker Secret mounted by ZooKeeper", func(m *manifests) {
+			zk := &m.statefulSets[0].Spec.Template.Spec
+			zk.Volumes = append(zk.Volumes, corev1.Volume{Name: "w", VolumeSource: corev1.VolumeSource{
+				Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
+					LocalObjectReference: corev1.LocalObjectReference{Name: workerSecretName}}}}}}})
+		}},
+		{"the workers reading the password from the worker identity's Secret", func(m *manifests) {
+			for i, v := range workers(*m).Volumes {
+				if v.Name == "requirepass" {
+					workers(*m).Volumes[i].Secret.SecretName = workerSecretName
+				}
+			}
+		}},
 	} {
 		m := load(t)
 		g.breakIt(&m)
 		if ps := securityProblems(m); len(ps) == 0 {
 			t.Errorf("%s: not reported", g.name)
+		} else {
+			t.Logf("%s: %s", g.name, ps[0])
 		}
 	}
+}
+
+// policy is the NetworkPolicy of that name.
+func policy(m manifests, name string) *networkingv1.NetworkPolicy {
+	for _, p := range m.policies {
+		if p.Name == name {
+			return p
+		}
+	}
+	panic("no NetworkPolicy " + name)
+}
+
+func dropPolicy(m *manifests, name string) {
+	m.policies = slices.DeleteFunc(m.policies, func(p *networkingv1.NetworkPolicy) bool { return p.Name == name })
 }
 
 // TestSecretsScript: secrets.sh writes the three files the generator
@@ -287,6 +405,25 @@ func securityProblems(m manifests) []string {
 			if i != 1 && v.Secret != nil && v.Secret.SecretName == operatorSecretName {
 				add("%s: volume %s refers to the Secret %s: only the init Job may (and a rotation of it would roll this pod)", p.name, v.Name, operatorSecretName)
 			}
+			// Each Secret only where it is needed (one Secret per consumer).
+			var names []string
+			if v.Secret != nil {
+				names = append(names, v.Secret.SecretName)
+			}
+			if v.Projected != nil {
+				for _, src := range v.Projected.Sources {
+					if src.Secret != nil {
+						names = append(names, src.Secret.Name)
+					}
+				}
+			}
+			for _, n := range names {
+				if who, ok := secretConsumers[n]; !ok {
+					add("%s: volume %s refers to the Secret %s, which the kit does not generate", p.name, v.Name, n)
+				} else if !slices.Contains(who, p.name) {
+					add("%s: volume %s mounts the Secret %s: only %v may", p.name, v.Name, n, who)
+				}
+			}
 		}
 	}
 
@@ -312,7 +449,7 @@ func securityProblems(m manifests) []string {
 		add("init: --zk-auth-file %q reads key %q, want %s of %s", arg("--zk-auth-file"), k, keyZKOperator, operatorSecretName)
 	}
 	if k := keyOf(job.Spec, ic, arg("--zk-worker-auth-file")); k != keyZKWorker {
-		add("init: --zk-worker-auth-file %q reads key %q, want %s of %s", arg("--zk-worker-auth-file"), k, keyZKWorker, secretName)
+		add("init: --zk-worker-auth-file %q reads key %q, want %s of %s", arg("--zk-worker-auth-file"), k, keyZKWorker, workerSecretName)
 	}
 	if !matchesMap(zkClientLabels, job.Labels) {
 		add("the init Job's pods are not labelled %v: ZooKeeper's policy keeps them out", zkClientLabels)
@@ -325,10 +462,10 @@ func securityProblems(m manifests) []string {
 		env[e.Name] = e.Value
 	}
 	if k := keyOf(pod.Spec, wc, env["SNOWFLAKE_ZK_AUTH_FILE"]); k != keyZKWorker {
-		add("worker: SNOWFLAKE_ZK_AUTH_FILE %q reads key %q, want %s of %s", env["SNOWFLAKE_ZK_AUTH_FILE"], k, keyZKWorker, secretName)
+		add("worker: SNOWFLAKE_ZK_AUTH_FILE %q reads key %q, want %s of %s", env["SNOWFLAKE_ZK_AUTH_FILE"], k, keyZKWorker, workerSecretName)
 	}
 	if k := keyOf(pod.Spec, wc, env["SNOWFLAKE_REQUIREPASS_FILE"]); k != keyRequirepass {
-		add("worker: SNOWFLAKE_REQUIREPASS_FILE %q reads key %q, want %s of %s", env["SNOWFLAKE_REQUIREPASS_FILE"], k, keyRequirepass, secretName)
+		add("worker: SNOWFLAKE_REQUIREPASS_FILE %q reads key %q, want %s of %s", env["SNOWFLAKE_REQUIREPASS_FILE"], k, keyRequirepass, clientSecretName)
 	}
 
 	// Reachability.
@@ -345,13 +482,18 @@ func securityProblems(m manifests) []string {
 	if !matchesMap(zkClientLabels, pod.Labels) {
 		add("the worker pods are not labelled %v: ZooKeeper's policy keeps them out", zkClientLabels)
 	}
+	own := func(pods map[string]string) string { return peerKey(nil, pods) }
 	for _, want := range []struct {
 		what   string
 		labels map[string]string
-		ports  map[int32]map[string]string
+		ports  map[int32][]string
 	}{
-		{"zookeeper", zkLabels, map[int32]map[string]string{2181: zkClientLabels, 2888: zkLabels, 3888: zkLabels}},
-		{"snowflaked", pod.Labels, map[int32]map[string]string{7609: idClientLabels, 7610: adminClientLabels}},
+		{"zookeeper", zkLabels, map[int32][]string{
+			2181: {own(zkClientLabels), peerKey(idClientLabels, zkClientLabels)},
+			2888: {own(zkLabels)}, 3888: {own(zkLabels)}}},
+		{"snowflaked", pod.Labels, map[int32][]string{
+			7609: {peerKey(idClientLabels, idClientLabels)},
+			7610: {peerKey(adminClientLabels, adminClientLabels)}}},
 	} {
 		allowed, open := ingress(m.policies, want.labels)
 		for _, o := range open {
@@ -368,8 +510,13 @@ func securityProblems(m manifests) []string {
 				continue
 			}
 			for _, f := range from {
-				if !maps.Equal(f, w) {
-					add("%s: port %d open to pods %v, want only %v", want.what, p, f, w)
+				if !slices.Contains(w, f) {
+					add("%s: port %d open to %s, want only %v", want.what, p, f, w)
+				}
+			}
+			for _, f := range w {
+				if !slices.Contains(from, f) {
+					add("%s: port %d not open to %s", want.what, p, f)
 				}
 			}
 		}
@@ -379,7 +526,122 @@ func securityProblems(m manifests) []string {
 			}
 		}
 	}
+
+	// Egress: the workers and the init Job (which holds the operator
+	// identity) reach ZooKeeper's client port and the cluster DNS only.
+	ps = append(ps, egressProblems(m.policies, "deployment "+m.deployments[0].Name, pod.Labels, zkLabels)...)
+	ps = append(ps, egressProblems(m.policies, "job "+m.jobs[0].Name, job.Labels, zkLabels)...)
+
+	ps = append(ps, namespaceProblems(m)...)
 	return ps
+}
+
+// namespaceProblems: the fleet has a namespace of its own, the
+// kustomization's namespace:, which the kit makes (restricted pod
+// security) and every object names.
+func namespaceProblems(m manifests) []string {
+	var ps []string
+	ns := m.namespace
+	if ns == "" || ns == "default" || strings.HasPrefix(ns, "kube-") {
+		ps = append(ps, fmt.Sprintf("kustomization.yaml: namespace %q: the fleet needs a namespace of its own", ns))
+	}
+	var made *corev1.Namespace
+	for _, n := range m.namespaces {
+		if n.Name == ns {
+			made = n
+		}
+	}
+	if made == nil {
+		ps = append(ps, fmt.Sprintf("no Namespace %q among the resources", ns))
+	} else if made.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		ps = append(ps, fmt.Sprintf("namespace %s: pod-security.kubernetes.io/enforce %q, want restricted", ns, made.Labels["pod-security.kubernetes.io/enforce"]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.objects)) {
+		if strings.HasPrefix(k, "Namespace ") {
+			continue
+		}
+		if got := m.objects[k].GetNamespace(); got != ns {
+			ps = append(ps, fmt.Sprintf("%s: %s has namespace %q, want the fleet's %q", m.files[k], k, got, ns))
+		}
+	}
+	return ps
+}
+
+// egressProblems: some policy restricts the egress of the pods of these
+// labels, and every rule of every such policy goes to ZooKeeper's client
+// port (its pods, this namespace) or to the cluster DNS (kube-dns in
+// kube-system, port 53), and both are allowed.
+func egressProblems(policies []*networkingv1.NetworkPolicy, what string, labels, zkLabels map[string]string) []string {
+	var ps []string
+	add := func(format string, a ...any) { ps = append(ps, fmt.Sprintf(what+": "+format, a...)) }
+	selected, toZK, toDNS := false, false, map[corev1.Protocol]bool{}
+	for _, np := range policies {
+		if !matches(&np.Spec.PodSelector, labels) && !(len(np.Spec.PodSelector.MatchLabels) == 0 && len(np.Spec.PodSelector.MatchExpressions) == 0) {
+			continue
+		}
+		if !slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeEgress) {
+			if len(np.Spec.Egress) > 0 {
+				add("policy %s has egress rules but no Egress in policyTypes", np.Name)
+			}
+			continue
+		}
+		selected = true
+		for i, r := range np.Spec.Egress {
+			if len(r.To) == 0 || len(r.Ports) == 0 {
+				add("policy %s egress rule %d admits every destination or every port", np.Name, i)
+				continue
+			}
+			for _, to := range r.To {
+				zk := to.IPBlock == nil && to.NamespaceSelector == nil && to.PodSelector != nil &&
+					len(to.PodSelector.MatchExpressions) == 0 && maps.Equal(to.PodSelector.MatchLabels, zkLabels)
+				dns := to.IPBlock == nil && to.NamespaceSelector != nil && to.PodSelector != nil &&
+					len(to.NamespaceSelector.MatchExpressions) == 0 && len(to.PodSelector.MatchExpressions) == 0 &&
+					maps.Equal(to.NamespaceSelector.MatchLabels, dnsNamespaceLabels) && maps.Equal(to.PodSelector.MatchLabels, dnsPodLabels)
+				if !zk && !dns {
+					add("policy %s egress rule %d: a destination beyond ZooKeeper and the cluster DNS (%+v)", np.Name, i, to)
+					continue
+				}
+				for _, p := range r.Ports {
+					proto := corev1.ProtocolTCP
+					if p.Protocol != nil {
+						proto = *p.Protocol
+					}
+					port := int32(0)
+					if p.Port != nil && p.Port.Type == intstr.Int && p.EndPort == nil {
+						port = p.Port.IntVal
+					}
+					switch {
+					case zk && port == 2181 && proto == corev1.ProtocolTCP:
+						toZK = true
+					case dns && port == 53 && (proto == corev1.ProtocolUDP || proto == corev1.ProtocolTCP):
+						toDNS[proto] = true
+					default:
+						add("policy %s egress rule %d: port %v/%s to %s, want only ZooKeeper's 2181/TCP and DNS's 53", np.Name, i, p.Port, proto, map[bool]string{true: "ZooKeeper", false: "DNS"}[zk])
+					}
+				}
+			}
+		}
+	}
+	if !selected {
+		add("no NetworkPolicy restricts its egress: it may reach anything")
+		return ps
+	}
+	if !toZK {
+		add("egress to ZooKeeper's client port 2181/TCP not allowed")
+	}
+	if !toDNS[corev1.ProtocolUDP] || !toDNS[corev1.ProtocolTCP] {
+		add("egress to the cluster DNS (kube-dns in kube-system) on 53/UDP and 53/TCP not allowed")
+	}
+	return ps
+}
+
+// peerKey names a NetworkPolicy peer: pods of these labels in the policy's
+// own namespace (ns nil), or in namespaces of the labels ns.
+func peerKey(ns, pods map[string]string) string {
+	if ns == nil {
+		return fmt.Sprintf("pods %v of this namespace", pods)
+	}
+	return fmt.Sprintf("pods %v of namespaces %v", pods, ns)
 }
 
 // secretVolumeProblems: the pod's Secret files are readable by its process
@@ -481,12 +743,17 @@ func secretFiles() (keyOf func(corev1.PodSpec, corev1.Container, string) string,
 }
 
 // ingress is what the policies selecting pods of these labels admit: per
-// port, the pod labels each peer selects (nil when no policy selects them),
-// and whatever admits more than pods of this namespace by label (a rule
-// without peers or ports, an ipBlock, a namespaceSelector, an expression).
-func ingress(policies []*networkingv1.NetworkPolicy, labels map[string]string) (map[int32][]map[string]string, []string) {
-	var allowed map[int32][]map[string]string
+// port, the peers (peerKey) each rule names (nil when no policy selects
+// them), and whatever admits more than pods by label: a rule without peers
+// or ports, an ipBlock, a namespaceSelector without a podSelector in the
+// same entry (every pod of those namespaces), an empty selector, an
+// expression.
+func ingress(policies []*networkingv1.NetworkPolicy, labels map[string]string) (map[int32][]string, []string) {
+	var allowed map[int32][]string
 	var open []string
+	byLabel := func(s *metav1.LabelSelector) bool {
+		return s != nil && len(s.MatchExpressions) == 0 && len(s.MatchLabels) > 0
+	}
 	for _, np := range policies {
 		if !matches(&np.Spec.PodSelector, labels) && !(len(np.Spec.PodSelector.MatchLabels) == 0 && len(np.Spec.PodSelector.MatchExpressions) == 0) {
 			continue
@@ -495,7 +762,7 @@ func ingress(policies []*networkingv1.NetworkPolicy, labels map[string]string) (
 			continue
 		}
 		if allowed == nil {
-			allowed = map[int32][]map[string]string{}
+			allowed = map[int32][]string{}
 		}
 		for i, r := range np.Spec.Ingress {
 			if len(r.From) == 0 || len(r.Ports) == 0 {
@@ -508,11 +775,15 @@ func ingress(policies []*networkingv1.NetworkPolicy, labels map[string]string) (
 					continue
 				}
 				for _, f := range r.From {
-					if f.IPBlock != nil || f.NamespaceSelector != nil || f.PodSelector == nil || len(f.PodSelector.MatchExpressions) > 0 || len(f.PodSelector.MatchLabels) == 0 {
-						open = append(open, fmt.Sprintf("policy %s rule %d: a peer beyond this namespace's pods by label (%+v)", np.Name, i, f))
+					if f.IPBlock != nil || !byLabel(f.PodSelector) || f.NamespaceSelector != nil && !byLabel(f.NamespaceSelector) {
+						open = append(open, fmt.Sprintf("policy %s rule %d: a peer beyond pods by label, or beyond labelled pods of labelled namespaces (%+v)", np.Name, i, f))
 						continue
 					}
-					allowed[p.Port.IntVal] = append(allowed[p.Port.IntVal], f.PodSelector.MatchLabels)
+					var ns map[string]string
+					if f.NamespaceSelector != nil {
+						ns = f.NamespaceSelector.MatchLabels
+					}
+					allowed[p.Port.IntVal] = append(allowed[p.Port.IntVal], peerKey(ns, f.PodSelector.MatchLabels))
 				}
 			}
 		}
