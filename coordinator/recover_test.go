@@ -13,6 +13,7 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/faultproxy"
+	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -27,6 +28,19 @@ func copyDir(t testing.TB, from, to string) {
 	}
 }
 
+// boundedFleet starts a ZooKeeper and makes the default root on it as a new
+// fleet with max horizon horizon and max skew 500 ms, so that recover's
+// reservation (the bound past its time) is seconds away, not 41 s.
+func boundedFleet(t *testing.T, horizon time.Duration) (*zktest.Server, *zk.Conn) {
+	t.Helper()
+	zs := startZK(t)
+	obs := observer(t, zs.Addr())
+	ic := tree.DefaultInitConfig()
+	ic.NewFleet, ic.MaxHorizon, ic.MaxSkew = true, horizon, 500*time.Millisecond
+	initRootT(t, obs, ic)
+	return zs, obs
+}
+
 // ZooKeeper is restored from a backup taken before the holder of slot Z
 // claimed it, while that holder (C), cut off from ZooKeeper, rides on its
 // ceiling. The standby A, which saw C's lease node, is refused by the
@@ -36,11 +50,7 @@ func copyDir(t testing.TB, from, to string) {
 // issued; then it serves Z, without a restart, above everything C issued.
 // (Claiming at once from the restored tree gave A C's IDs again.)
 func TestRestoreFromBackup(t *testing.T) {
-	zs := startZK(t)
-	obs := observer(t, zs.Addr())
-	ic := tree.DefaultInitConfig()
-	ic.NewFleet, ic.MaxHorizon, ic.MaxSkew = true, 10*time.Second, 500*time.Millisecond
-	initRootT(t, obs, ic)
+	zs, obs := boundedFleet(t, 10*time.Second)
 	obs.Close()
 	backup := t.TempDir() + "/data"
 	zs.Stop()
@@ -131,11 +141,7 @@ func TestRecoverMissingRoot(t *testing.T) {
 // whose child counter starts again (deleted and made anew), under the same
 // root.
 func TestRollbackSeenAfterRecoverClaimsAtOnce(t *testing.T) {
-	zs := startZK(t)
-	obs := observer(t, zs.Addr())
-	ic := tree.DefaultInitConfig()
-	ic.NewFleet, ic.MaxHorizon, ic.MaxSkew = true, 3*time.Second, 500*time.Millisecond
-	initRootT(t, obs, ic)
+	zs, obs := boundedFleet(t, 3*time.Second)
 	root := zklayout.DefaultRoot
 	for range 5 { // a history of claims: sequences above what a restore brings back
 		p, err := obs.CreateProtectedEphemeralSequential(zklayout.LeasesPath(root)+"/dc09-m09-", nil, zk.WorldACL(zk.PermAll))
@@ -190,11 +196,7 @@ func TestRollbackSeenAfterRecoverClaimsAtOnce(t *testing.T) {
 // finds the same node at a version below the one its last write gave it,
 // and waits for recover instead of claiming from the rolled-back record.
 func TestRestoreSeenInTheLostSlotsVersion(t *testing.T) {
-	zs := startZK(t)
-	obs := observer(t, zs.Addr())
-	ic := tree.DefaultInitConfig()
-	ic.NewFleet, ic.MaxHorizon, ic.MaxSkew = true, 10*time.Second, 500*time.Millisecond
-	initRootT(t, obs, ic)
+	zs, obs := boundedFleet(t, 10*time.Second)
 	root := zklayout.DefaultRoot
 	z := snowflake.Slot{Datacenter: 9, Machine: 9}
 	rec := newRecorder()
