@@ -41,6 +41,21 @@ func boundedFleet(t *testing.T, horizon time.Duration) (*zktest.Server, *zk.Conn
 	return zs, obs
 }
 
+// holderAndProxiedStandby starts B holding z and W, behind a proxy and with
+// a session of session, standing by for z once it has listed B's node.
+func holderAndProxiedStandby(t *testing.T, zs *zktest.Server, z snowflake.Slot, rec *recorder, session time.Duration) (b, w *worker, p *faultproxy.Proxy, reg *prometheus.Registry) {
+	t.Helper()
+	b = startWorker(t, "B", pinned(testConfig(zs.Addr()), z), rec)
+	b.waitReady(10 * time.Second)
+	p = faultproxy.New(t, zs.Addr())
+	cfgW := pinned(testConfig(p.Addr()), z)
+	cfgW.SessionTimeout = session
+	reg = prometheus.NewRegistry()
+	w = startWorkerWith(t, "W", cfgW, rec, reg)
+	waitFor(t, 10*time.Second, "W standing by for Z, having listed B's node", func() bool { return w.c.getState() == StateStandby })
+	return b, w, p, reg
+}
+
 // ZooKeeper is restored from a backup taken before the holder of slot Z
 // claimed it, while that holder (C), cut off from ZooKeeper, rides on its
 // ceiling. The standby A, which saw C's lease node, is refused by the
@@ -155,14 +170,7 @@ func TestRollbackSeenAfterRecoverClaimsAtOnce(t *testing.T) {
 
 	z := snowflake.Slot{Datacenter: 9, Machine: 9}
 	rec := newRecorder()
-	b := startWorker(t, "B", pinned(testConfig(zs.Addr()), z), rec)
-	b.waitReady(10 * time.Second)
-	p := faultproxy.New(t, zs.Addr())
-	cfgW := pinned(testConfig(p.Addr()), z)
-	cfgW.SessionTimeout = 20 * time.Second // survives the time shut out
-	reg := prometheus.NewRegistry()
-	w := startWorkerWith(t, "W", cfgW, rec, reg)
-	waitFor(t, 10*time.Second, "W standing by for Z, having listed B's node", func() bool { return w.c.getState() == StateStandby })
+	b, w, p, reg := holderAndProxiedStandby(t, zs, z, rec, 20*time.Second) // W survives the time shut out
 	time.Sleep(300 * time.Millisecond)
 
 	p.Blackhole() // W shut out
@@ -200,14 +208,7 @@ func TestRestoreSeenInTheLostSlotsVersion(t *testing.T) {
 	root := zklayout.DefaultRoot
 	z := snowflake.Slot{Datacenter: 9, Machine: 9}
 	rec := newRecorder()
-	b := startWorker(t, "B", pinned(testConfig(zs.Addr()), z), rec)
-	b.waitReady(10 * time.Second)
-	p := faultproxy.New(t, zs.Addr())
-	cfgW := pinned(testConfig(p.Addr()), z)
-	cfgW.SessionTimeout = 30 * time.Second // outlives both restarts
-	reg := prometheus.NewRegistry()
-	w := startWorkerWith(t, "W", cfgW, rec, reg)
-	waitFor(t, 10*time.Second, "W standing by for Z", func() bool { return w.c.getState() == StateStandby })
+	b, w, p, reg := holderAndProxiedStandby(t, zs, z, rec, 30*time.Second) // W outlives both restarts
 	time.Sleep(300 * time.Millisecond)
 
 	obs.Close()
