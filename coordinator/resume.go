@@ -29,7 +29,7 @@ type lostLease struct {
 	// the same node at a lower one is a tree restored from a backup.
 	version int32
 	czxid   int64
-	// looked: the slot node was read once since the loss (wentBack).
+	// looked: the slot node was read once since the loss (lostSlotWentBack).
 	looked bool
 	// floor is what the slot may resume from: the last timestamp we
 	// issued, never below the floor the lost lease started from.
@@ -53,7 +53,8 @@ func (s *claimer) keepLost(l *wonLease, reason string, last int64) {
 // floorOf is the floor a claim of slot starts from, rec being the slot
 // node just read: the stored reservation, or the last timestamp the
 // previous holder recorded if that is higher (a hand edit). When rec is
-// still our lost lease's last confirmed write (its holder and version), it
+// still our lost lease's last confirmed write (its holder and version, on
+// the same node), it
 // is what we issued (resumed): our own reservation guards only our own
 // IDs. A record that shows another writer ends the hope of resuming.
 func (s *claimer) floorOf(slot snowflake.Slot, rec tree.SlotRecord) (floor int64, resumed bool) {
@@ -62,7 +63,7 @@ func (s *claimer) floorOf(slot snowflake.Slot, rec tree.SlotRecord) (floor int64
 	if r == nil || r.slot != slot {
 		return stored, false
 	}
-	if rec.Holder != r.name || rec.Version != r.version {
+	if rec.Holder != r.name || rec.Version != r.version || rec.Czxid != r.czxid {
 		s.c.log.Debug("our lost slot was written since: claiming it as any other", "slot", slot,
 			"lost_lease", r.name, "holder", rec.Holder)
 		s.resume = nil
