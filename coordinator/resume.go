@@ -54,9 +54,9 @@ func (s *claimer) keepLost(l *wonLease, reason string, last int64) {
 // node just read: the stored reservation, or the last timestamp the
 // previous holder recorded if that is higher (a hand edit). When rec is
 // still our lost lease's last confirmed write (its holder and version, on
-// the same node), it
-// is what we issued (resumed): our own reservation guards only our own
-// IDs. A record that shows another writer ends the hope of resuming.
+// the same node), it is what we issued (resumed): our own reservation
+// guards only our own IDs. A record that shows another writer ends the
+// hope of resuming.
 func (s *claimer) floorOf(slot snowflake.Slot, rec tree.SlotRecord) (floor int64, resumed bool) {
 	stored := max(rec.ReservedUntilMs, rec.LastMs)
 	r := s.resume
