@@ -72,9 +72,6 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			listed := time.Now()
 			names, err = s.list(ctx)
 			listTook = time.Since(listed)
-			if err == nil {
-				s.noteSequences(names)
-			}
 			if err != nil {
 				if fatal(err) {
 					return nil, err
@@ -144,7 +141,6 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			s.deleteLease(ctx, l)
 			continue
 		}
-		s.noteSequences(names)
 		fresh = true
 		if h, ok := zklayout.Holders(names)[slot]; !ok || h.Name != l.name {
 			s.deleteLease(ctx, l)
@@ -188,7 +184,8 @@ func fatal(err error) bool {
 }
 
 // list reads leases/, arming the one-shot watch if none is armed: re-arming
-// on every read would add a watcher each time until the next change.
+// on every read would add a watcher each time until the next change. Every
+// listing goes to the restore detector with the child counter read with it.
 func (s *claimer) list(ctx context.Context) ([]string, error) {
 	var (
 		names []string
@@ -212,18 +209,19 @@ func (s *claimer) list(ctx context.Context) ([]string, error) {
 		s.watch = w
 	}
 	if st != nil {
-		s.leasesCounter = st.Cversion
+		s.noteSequences(names, st.Cversion)
 	}
 	return names, nil
 }
 
-// noteSequences gives the restore detector a listing of leases/, and says
-// once each lease node whose name no sequential create made.
-func (s *claimer) noteSequences(names []string) {
-	for _, n := range s.rollback.note(names, s.leasesCounter, time.Now().UnixMilli()) {
+// noteSequences gives the restore detector a listing of leases/ and the
+// child counter (cversion) read with it, and says once each lease node
+// whose name no sequential create made.
+func (s *claimer) noteSequences(names []string, counter int32) {
+	for _, n := range s.rollback.note(names, counter, time.Now().UnixMilli()) {
 		s.c.m.forgedLeases.Inc()
 		s.c.log.Warn("a lease node is numbered past leases/' counter: made with a chosen name, not by a worker; not taken as a sign of a restore",
-			"node", zklayout.LeasesPath(s.c.cfg.Root)+"/"+n, "counter", s.leasesCounter,
+			"node", zklayout.LeasesPath(s.c.cfg.Root)+"/"+n, "counter", counter,
 			"fix", "delete it (zkCli: delete <node>); a secured fleet lets only the workers' identity create in leases/")
 	}
 }

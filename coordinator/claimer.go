@@ -30,10 +30,8 @@ type claimer struct {
 	// the ensemble's other fleets) by ensureRoot; claims stay inside them.
 	owned tree.DCSet
 	// rollback notices the tree rolled back under us (rollback.go), from
-	// the listings of leases/ and leasesCounter, the child counter (its
-	// cversion) read with the last one.
-	rollback      rollbackWatch
-	leasesCounter int32
+	// every listing of leases/ (list).
+	rollback rollbackWatch
 	// standbyNode is our standby node while we stand by (standby.go),
 	// made by the create of standbyGUID and owned by standbySession;
 	// standbyRetryAt delays a retry after a failure.
