@@ -84,7 +84,7 @@ type Coordinator struct {
 	// maxForward is the largest forward clock step seen, in ns.
 	maxForward atomic.Int64
 	// owned is the DCSet the root owns, once checkScope verified it (0
-	// before): the fleet gauges count free slots inside it.
+	// before): the fleet figures export its datacenters' slots.
 	owned atomic.Uint32
 	// zkState is the session state last reported by go-zookeeper.
 	zkState atomic.Int32

@@ -47,9 +47,11 @@
 // zxid). Beside them: readiness.go (the one verdict on whether IDs may be
 // issued now, which the worker's refusals, /readyz, /status and INFO
 // format), clocklead.go (the logical clock's lead and the clock steps
-// seen), fleetgauges.go (the fleet gauges from one watch on leases/, and
-// the slot map read for a running Coordinator) and mapsession.go (the
-// session of its own that read runs on), metrics.go, configmetrics.go,
+// seen), fleetfigures.go (what this process exports for Prometheus to sum
+// into the fleet's held and free slots: its slot, its root's datacenters),
+// slotmap.go (the slot map read for a running Coordinator) and
+// mapsession.go (the session of its own that read runs on), metrics.go,
+// configmetrics.go,
 // idspace.go (the end of the ID space: a claim refused past it, the time
 // left), config.go, kind.go (what holds a lease: a worker, or a program embedding
 // it through package idlease).

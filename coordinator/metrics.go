@@ -187,7 +187,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{m.state, m.claims, m.creates, m.lists, m.losses, m.resumes, m.renew,
-			m.renewErrors, m.undecodable, m.rollbacks, m.awaiting, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward, m.insecure, m.idSpace, m.forgedLeases} {
+			m.renewErrors, m.undecodable, m.rollbacks, m.awaiting, m.claimTime, m.skew, m.horizon, m.missing, m.headroom, m.ready, m.lead, m.logical, m.steps, m.forward, m.insecure, m.idSpace, m.forgedLeases, newFleetFigures(c)} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

@@ -84,7 +84,6 @@ type daemon struct {
 	ln      net.Listener
 	httpLn  net.Listener
 	coord   *coordinator.Coordinator
-	fleet   *coordinator.Fleet
 	srv     *worker.Server
 	httpSrv *http.Server
 	drain   time.Duration
@@ -143,10 +142,6 @@ func newDaemon(o *options, log hclog.Logger) (_ *daemon, err error) {
 	if err != nil {
 		return nil, err
 	}
-	fleet, err := coordinator.NewFleet(coord, reg)
-	if err != nil {
-		return nil, err
-	}
 	if err := coordinator.RegisterConfigMetrics(cc, reg); err != nil {
 		return nil, err
 	}
@@ -157,7 +152,7 @@ func newDaemon(o *options, log hclog.Logger) (_ *daemon, err error) {
 	log.Info("starting", "version", cc.Version, "listen", wc.Listen, "http", p.http.Addr().String(),
 		"advertise", cc.Advertise, "zk", cc.Servers, "root", cc.Root, "datacenter", cc.Datacenter)
 	d := &daemon{
-		log: log, ln: p.id, httpLn: srv.AdminListener(p.http), coord: coord, fleet: fleet, srv: srv, drain: wc.DrainTimeout,
+		log: log, ln: p.id, httpLn: srv.AdminListener(p.http), coord: coord, srv: srv, drain: wc.DrainTimeout,
 		shutdownDelay: o.shutdownDelay, tls: p.tls, ids: p.ids, reg: reg,
 		httpSrv: srv.AdminServer(srv.Handler(reg)),
 	}
@@ -198,11 +193,6 @@ func (d *daemon) run() error {
 			}
 			cancelLease()
 		})
-	}
-	{
-		// Fleet gauges: one watch on leases/, on the lease's session.
-		ctx, cancel := context.WithCancel(context.Background())
-		g.Add(func() error { return d.fleet.Run(ctx) }, func(error) { cancel() })
 	}
 	{
 		// Admin HTTP: up until the lease is released, so /readyz shows 503

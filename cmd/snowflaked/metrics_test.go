@@ -41,9 +41,10 @@ func (d *daemonProc) scrape() map[string]float64 {
 }
 
 // TestOperatorMetrics runs three workers, two pinned to datacenter 3: each
-// exports its build, the slot it holds (matching /status), and the fleet's
-// held and free slots from its watch on leases/, total and per datacenter,
-// which follow a worker leaving.
+// exports its build and the slot it holds (matching /status), and the
+// fleet's held and free slots that deploy/prometheus/rules.yml records from
+// their scrapes (run by promtool) are the slot map's, total and per
+// datacenter, and follow a worker leaving.
 func TestOperatorMetrics(t *testing.T) {
 	bin := build(t)
 	zks := zktest.Start(t)
@@ -54,28 +55,8 @@ func TestOperatorMetrics(t *testing.T) {
 		startDaemon(t, bin, nil, append(common, "--datacenter", "3")...),
 		startDaemon(t, bin, nil, common...),
 	}
-	perDC := map[int]int{}
 	for _, d := range ds {
 		d.waitReady(15 * time.Second)
-		s, err := snowflake.ParseSlot(d.status().Slot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		perDC[s.Datacenter]++
-	}
-	fleetIs := func(d *daemonProc, held int, perDC map[int]int) error {
-		m := d.scrape()
-		if m["snowflake_fleet_slots_held"] != float64(held) || m["snowflake_fleet_slots_free"] != float64(1024-held) {
-			return fmt.Errorf("held %v free %v, want %d %d", m["snowflake_fleet_slots_held"], m["snowflake_fleet_slots_free"], held, 1024-held)
-		}
-		for dc := 0; dc < 32; dc++ {
-			h := m[fmt.Sprintf(`snowflake_fleet_datacenter_slots_held{datacenter="%d"}`, dc)]
-			f, ok := m[fmt.Sprintf(`snowflake_fleet_datacenter_slots_free{datacenter="%d"}`, dc)]
-			if !ok || h != float64(perDC[dc]) || f != float64(32-perDC[dc]) {
-				return fmt.Errorf("datacenter %d: held %v free %v (present %v), want %d", dc, h, f, ok, perDC[dc])
-			}
-		}
-		return nil
 	}
 	for i, d := range ds {
 		m := d.scrape()
@@ -102,42 +83,26 @@ func TestOperatorMetrics(t *testing.T) {
 		if want := map[bool]int{true: 1, false: 0}[i < 2]; pin != want || countPrefix(m, "snowflake_fleet_pin_info") != want {
 			t.Errorf("worker %d: pin_info series %d, want %d", i, pin, want)
 		}
-		var err error
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if err = fleetIs(d, 3, perDC); err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
-		if err != nil {
-			t.Errorf("worker %d fleet gauges: %v", i, err)
+		if n := countPrefix(m, "snowflake_fleet_datacenter_slots{"); n != 32 {
+			t.Errorf("worker %d exports the slots of %d datacenters, want 32 (a root made without ranges)", i, n)
 		}
 	}
+	checkFleetRules(t, zks.Addr(), "/metrics-test", tree.AllDatacenters, ds)
 
 	t.Run("no lease, no slot_info", func(t *testing.T) {
 		d := startDaemon(t, bin, nil, "--zk", "127.0.0.1:"+freePort(t))
-		if m := d.scrape(); countPrefix(m, "snowflake_worker_slot_info") != 0 || m["snowflake_fleet_slots_held"] != 0 {
-			t.Fatalf("without ZooKeeper: slot_info %d series, fleet held %v", countPrefix(m, "snowflake_worker_slot_info"), m["snowflake_fleet_slots_held"])
+		if m := d.scrape(); countPrefix(m, "snowflake_worker_slot_info") != 0 || countPrefix(m, "snowflake_coordinator_held_slot_info") != 0 ||
+			countPrefix(m, "snowflake_fleet_datacenter_slots") != 0 {
+			t.Fatalf("without ZooKeeper: slot_info %d series, held_slot_info %d, datacenter_slots %d", countPrefix(m, "snowflake_worker_slot_info"),
+				countPrefix(m, "snowflake_coordinator_held_slot_info"), countPrefix(m, "snowflake_fleet_datacenter_slots"))
 		}
 	})
 
-	// Worker 0 leaves: the others' gauges follow; its own slot_info went
-	// with its lease (not scrapable after exit, so checked on the fleet).
-	s0, _ := snowflake.ParseSlot(ds[0].status().Slot)
+	// Worker 0 leaves (and is no longer scraped): the figures follow.
 	if code := ds[0].stop(); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	perDC[s0.Datacenter]--
-	for _, d := range ds[1:] {
-		var err error
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if err = fleetIs(d, 2, perDC); err == nil || time.Now().After(deadline) {
-				break
-			}
-		}
-		if err != nil {
-			t.Errorf("after a worker left: %v", err)
-		}
-	}
+	checkFleetRules(t, zks.Addr(), "/metrics-test", tree.AllDatacenters, ds[1:])
 }
 
 // buildRevisionOf is the vcs.revision go version -m reads in bin, or "unknown".
@@ -188,48 +153,26 @@ func initFleetRoot(t *testing.T, addr, root, ranges string) tree.DCSet {
 }
 
 // TestFleetGaugesOwnedRange: in a fleet whose root owns datacenters 3-4,
-// the free slots are counted of those 64, and only datacenters 3 and 4
-// have per-datacenter series.
+// only datacenters 3 and 4 have slots, and the free slots are counted of
+// those 64.
 func TestFleetGaugesOwnedRange(t *testing.T) {
 	bin := build(t)
 	zks := zktest.Start(t)
-	initFleetRoot(t, zks.Addr(), "/ranged-metrics", "3-4")
+	owned := initFleetRoot(t, zks.Addr(), "/ranged-metrics", "3-4")
 	common := []string{"--zk", zks.Addr(), "--zk-root", "/ranged-metrics",
 		"--session-timeout", "4s", "--renew", "200ms", "--horizon", "2s"}
 	ds := []*daemonProc{startDaemon(t, bin, nil, common...), startDaemon(t, bin, nil, append(common, "--datacenter", "4")...)}
-	perDC := map[int]int{}
 	for _, d := range ds {
 		d.waitReady(15 * time.Second)
-		s, err := snowflake.ParseSlot(d.status().Slot)
-		if err != nil {
-			t.Fatal(err)
-		}
-		perDC[s.Datacenter]++
-	}
-	check := func(d *daemonProc) error {
-		m := d.scrape()
-		if m["snowflake_fleet_slots_held"] != 2 || m["snowflake_fleet_slots_free"] != 62 {
-			return fmt.Errorf("held %v free %v, want 2 and 62 (of the 64 slots of datacenters 3-4)", m["snowflake_fleet_slots_held"], m["snowflake_fleet_slots_free"])
-		}
-		if n := countPrefix(m, "snowflake_fleet_datacenter_slots_free{"); n != 2 {
-			return fmt.Errorf("%d per-datacenter free series, want 2 (datacenters 3 and 4)", n)
-		}
-		for _, dc := range []int{3, 4} {
-			if f := m[fmt.Sprintf(`snowflake_fleet_datacenter_slots_free{datacenter="%d"}`, dc)]; f != float64(32-perDC[dc]) {
-				return fmt.Errorf("datacenter %d free %v, want %d", dc, f, 32-perDC[dc])
-			}
-		}
-		return nil
 	}
 	for i, d := range ds {
-		var err error
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if err = check(d); err == nil || time.Now().After(deadline) {
-				break
+		m := d.scrape()
+		for dc := range 32 {
+			_, ok := m[fmt.Sprintf(`snowflake_fleet_datacenter_slots{datacenter="%d",root="/ranged-metrics"}`, dc)]
+			if want := owned.Has(dc); ok != want {
+				t.Errorf("worker %d: datacenter %d's slots exported %v, want %v (the root owns 3-4)", i, dc, ok, want)
 			}
 		}
-		if err != nil {
-			t.Errorf("worker %d: %v", i, err)
-		}
 	}
+	checkFleetRules(t, zks.Addr(), "/ranged-metrics", owned, ds)
 }

@@ -13,7 +13,7 @@
 // worker's SIGTERM does, so that a successor takes it at once.
 //
 // The lease node says kind "embedded" and the program's name:
-// snowflakectl slots, a worker's /slots page and the fleet gauges show it,
+// snowflakectl slots, a worker's /slots page and the fleet figures show it,
 // and client discovery never routes ID requests to it.
 //
 // The files: config.go (Config: the coordinator's, kind embedded),

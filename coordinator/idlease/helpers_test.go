@@ -141,3 +141,22 @@ func gauge(t testing.TB, reg prometheus.Gatherer, name string) float64 {
 	}
 	return -1
 }
+
+// labels returns the labels of name's one series in reg (nil: not one).
+func labels(t testing.TB, reg prometheus.Gatherer, name string) map[string]string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			out := map[string]string{}
+			for _, lp := range mf.GetMetric()[0].GetLabel() {
+				out[lp.GetName()] = lp.GetValue()
+			}
+			return out
+		}
+	}
+	return nil
+}

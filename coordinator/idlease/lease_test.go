@@ -3,8 +3,10 @@ package idlease
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -289,12 +291,20 @@ func TestEmbeddedCloseReleases(t *testing.T) {
 
 // The lease node says what holds it: the slot map reads kind embedded and
 // the program beside a worker's kind worker, an embedded lease serves
-// nothing (LeaseInfo.Serves), and the fleet gauges count it.
+// nothing (LeaseInfo.Serves), and each process exports the slot it holds
+// with its kind, for Prometheus to count over the fleet.
 func TestEmbeddedKindInSlotMap(t *testing.T) {
 	zs := zktest.Start(t)
 	obs := dial(t, zs.Addr())
 	initRoot(t, obs, "/kinds")
-	e := openLease(t, testConfig("/kinds", zs.Addr()), "embedded")
+	ereg := prometheus.NewRegistry()
+	ectx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e, err := Open(ectx, testConfig("/kinds", zs.Addr()), testLogger(t, "embedded"), ereg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
 	wcfg := testConfig("/kinds", zs.Addr()).Config
 	wcfg.Kind, wcfg.Program, wcfg.Advertise = zklayout.KindWorker, "snowflaked", "127.0.0.1:7609"
 	reg := prometheus.NewRegistry()
@@ -302,15 +312,10 @@ func TestEmbeddedKindInSlotMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet, err := coordinator.NewFleet(w, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	wctx, stop := context.WithCancel(context.Background())
 	var g sync.WaitGroup
-	g.Add(2)
+	g.Add(1)
 	go func() { defer g.Done(); _ = w.Run(wctx) }()
-	go func() { defer g.Done(); _ = fleet.Run(wctx) }()
 	defer g.Wait()
 	defer stop()
 	waitFor(t, 30*time.Second, "the worker serves", w.Ready)
@@ -329,9 +334,18 @@ func TestEmbeddedKindInSlotMap(t *testing.T) {
 	if li := kinds[zklayout.KindWorker]; li.Program != "snowflaked" || li.Addr != wcfg.Advertise || !li.Serves() {
 		t.Fatalf("worker lease node read as %+v; want program snowflaked at %s, serving", li, wcfg.Advertise)
 	}
-	waitFor(t, 10*time.Second, "the fleet gauges count both leases", func() bool {
-		return gauge(t, reg, "snowflake_fleet_slots_held") == 2 && gauge(t, reg, "snowflake_fleet_embedded_slots_held") == 1
-	})
+	ws, _ := snowflake.ParseSlot(w.Status().Slot)
+	for _, c := range []struct {
+		reg  prometheus.Gatherer
+		slot snowflake.Slot
+		kind string
+	}{{ereg, es, zklayout.KindEmbedded}, {reg, ws, zklayout.KindWorker}} {
+		want := map[string]string{"root": "/kinds", "slot": c.slot.String(), "datacenter": strconv.Itoa(c.slot.Datacenter),
+			"machine": strconv.Itoa(c.slot.Machine), "kind": c.kind}
+		if got := labels(t, c.reg, "snowflake_coordinator_held_slot_info"); !maps.Equal(got, want) {
+			t.Errorf("%s exports the slot it holds as %v; want %v", c.kind, got, want)
+		}
+	}
 }
 
 // The lease joins an oklog/run group: the group's end closes (releases)

@@ -98,6 +98,8 @@ func lookup(name string) (r requirement, ok bool) {
 		return requirement{missing: lookPath("chromium", "chromium")}, true
 	case "curl":
 		return requirement{skipEnv: SkipClientsEnv, missing: lookPath("curl", "curl")}, true
+	case "promtool":
+		return requirement{missing: lookPath("promtool", "prometheus")}, true
 	}
 	return requirement{}, false
 }

@@ -58,7 +58,7 @@ func TestDecide(t *testing.T) {
 
 // Every name the tests pass is one Require knows.
 func TestKnownNames(t *testing.T) {
-	for _, n := range []string{"zookeeper", "docker", "redis-cli", "haproxy", "redis-py", "node-redis", "chromium", "curl"} {
+	for _, n := range []string{"zookeeper", "docker", "redis-cli", "haproxy", "redis-py", "node-redis", "chromium", "curl", "promtool"} {
 		if _, ok := lookup(n); !ok {
 			t.Errorf("lookup(%q) unknown", n)
 		}
