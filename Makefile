@@ -6,7 +6,7 @@ PKGS     := ./...
 # build with (go mod tidy writes it with its patch number, a toolchain name).
 GO_MIN   := $(shell sed -n 's/^go //p' go.mod)
 
-.PHONY: all deps build test docs-check bench heal-bench bench-embedded lint sim bench-server bench-worker bench-client hostile fuzz images images-clean up down integration integration-mutants check clean diagram model rules screenshot k8s k8s-push
+.PHONY: all deps build test docs-check bench heal-bench bench-embedded lint sim bench-server bench-worker bench-client hostile scale fuzz images images-clean up down integration integration-mutants check clean diagram model rules screenshot k8s k8s-push
 
 all: build
 
@@ -83,6 +83,14 @@ bench-client:
 hostile:
 	SNOWFLEET_STRICT_LATENCY=1 SNOWFLEET_HOSTILE_DURATION=30s $(GO) test -count=1 -v -run '^TestHostile$$|^TestFairness$$' ./cmd/snowflaked/ ./worker/
 
+## scale: N real workers (default flags) against one ZooKeeper: its requests per
+## worker per second in steady state, what one worker's replacement costs in all
+## and costs the holders, the time until all serve from a cold start; SCALE=16,64
+## (in check), make scale SCALE=256 for the full figure (deploy/bench-history.md)
+SCALE ?= 16,64
+scale:
+	SNOWFLEET_SCALE=$(SCALE) $(GO) test -count=1 -v -timeout 40m -run '^TestScale$$' ./cmd/snowflaked/
+
 ## fuzz: the RESP parser (seed corpus in worker/testdata/fuzz)
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 60s ./worker/
@@ -118,7 +126,7 @@ integration-mutants:
 ## SNOWFLEET_SKIP_ZK=1 skips the ZooKeeper tests, SNOWFLEET_SKIP_DOCKER=1 the
 ## Docker suite, SNOWFLEET_SKIP_CLIENTS=1 the tests of redis-cli, curl, redis-py,
 ## node-redis and HAProxy (none with CI=true)
-check: deps lint model rules k8s docs-check test integration
+check: deps lint model rules k8s docs-check test scale integration
 	@skipped=; \
 	if [ "$$SNOWFLEET_SKIP_ZK" = 1 ]; then skipped="the ZooKeeper tests (SNOWFLEET_SKIP_ZK=1)"; fi; \
 	if [ "$$SNOWFLEET_SKIP_DOCKER" = 1 ]; then skipped="$${skipped:+$$skipped and }the Docker suite (SNOWFLEET_SKIP_DOCKER=1)"; fi; \

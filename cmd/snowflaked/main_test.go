@@ -144,10 +144,30 @@ func startDaemon(t *testing.T, bin string, env []string, args ...string) *daemon
 // (HTTPS, for --http-tls) when it is not nil.
 func startDaemonAdmin(t *testing.T, bin string, env []string, admin *http.Client, args ...string) *daemonProc {
 	t.Helper()
+	d := spawnDaemon(t, bin, env, admin, true, args...)
+	// Wait for the admin server (up before the lease).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if code, _ := d.get("/healthz"); code == 200 {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("snowflaked not up after 10s:\n%s", d.out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// spawnDaemon starts bin on free ports and returns at once; it is killed
+// when the test ends. initRoot: make its root first (initDaemonRoot).
+func spawnDaemon(t *testing.T, bin string, env []string, admin *http.Client, initRoot bool, args ...string) *daemonProc {
+	t.Helper()
 	d := &daemonProc{t: t, port: freePort(t), http: freePort(t), out: &syncBuffer{}, exited: make(chan struct{}), admin: admin}
 	args = append([]string{"--listen", "127.0.0.1:" + d.port, "--http", "127.0.0.1:" + d.http, "--log-level", "debug"}, args...)
 	args = fleettest.InsecureUnlessAuth(args, env)
-	initDaemonRoot(t, env, args)
+	if initRoot {
+		initDaemonRoot(t, env, args)
+	}
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
@@ -166,17 +186,7 @@ func startDaemonAdmin(t *testing.T, bin string, env []string, admin *http.Client
 			t.Logf("snowflaked %v output:\n%s", args, d.out.String())
 		}
 	})
-	// Wait for the admin server (up before the lease).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if code, _ := d.get("/healthz"); code == 200 {
-			return d
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("snowflaked not up after 10s:\n%s", d.out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return d
 }
 
 // initDaemonRoot makes the root a daemon started with args and env will

@@ -290,14 +290,23 @@ func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
 	return buf.String(), err
 }
 
+// handedOut holds the ports FreePort returned in this process.
+var handedOut sync.Map
+
 // FreePort returns a loopback port free at the time of the call. It is
 // below Linux's ephemeral range (32768-60999), so the kernel never hands it
 // to another process's connect or listen(":0") before the caller binds it;
-// only another caller of FreePort could take it, one in 12,000.
+// and it is never handed out twice in one test process (a test starting
+// 256 workers asks for 512 ports before any is bound: one in 12,000 each
+// would collide with near certainty). Another test process could still
+// take it, one in 12,000.
 func FreePort() (int, error) {
 	testenv.TestOnly("zktest")
 	for i := 0; i < 100; i++ {
 		port := 20000 + rand.IntN(12000)
+		if _, taken := handedOut.LoadOrStore(port, true); taken {
+			continue
+		}
 		if l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
 			l.Close()
 			return port, nil
