@@ -30,7 +30,10 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 			"still issue: ZooKeeper's time of the make plus --max-horizon plus --max-skew,\n"+
 			"which the root records; workers with a larger --horizon or --max-skew are\n"+
 			"refused. --new-fleet states that no worker ever served under this root on\n"+
-			"any ensemble, and skips that wait.")
+			"any ensemble, and skips that wait.\n\n"+
+			"--close-ensemble-root gives ZooKeeper's / the operator's cdrwa and the world's\n"+
+			"read, so that nobody else makes znodes at the top of an ensemble the fleet has\n"+
+			"to itself (the shipped deployments do).")
 	var z zkFlags
 	z.register(fs)
 	var ids identityFlags
@@ -43,6 +46,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	maxHorizon := fs.Duration("max-horizon", tree.DefaultMaxHorizon, "the largest --horizon the fleet's workers may run with (recorded in the root)")
 	maxSkew := fs.Duration("max-skew", tree.DefaultMaxSkew, "the largest --max-skew the fleet's workers may run with (recorded in the root)")
 	newFleet := fs.Bool("new-fleet", false, "no worker has ever served under this root on any ensemble: reserve the slots to the make's time (first IDs at once) rather than --max-horizon + --max-skew past it")
+	closeTop := fs.Bool("close-ensemble-root", false, "also give ZooKeeper's / the operator's cdrwa and the world's r: nobody else makes znodes at the top of the ensemble (one the fleet has to itself)")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
 		return rc
 	}
@@ -77,6 +81,9 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if *timeout <= 0 {
 		return usageError(stderr, "init", "--timeout %v must be positive", *timeout)
 	}
+	if *closeTop && scheme.Insecure() {
+		return usageError(stderr, "init", "--close-ensemble-root needs the operator's and the workers' credentials (--zk-auth-file, --zk-worker-auth-file), not --zk-insecure")
+	}
 	if err := skip.check(); err != nil {
 		return usageError(stderr, "init", "%v", err)
 	}
@@ -106,6 +113,18 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if scheme.Insecure() {
 		fmt.Fprintln(stderr, "snowflakectl init: warning: --zk-insecure: the tree is world-writable; anyone reaching ZooKeeper can cause duplicate IDs (snowflakectl secure protects it later)")
 	}
+	closed := false
+	if *closeTop {
+		if closed, err = tree.CloseEnsembleRoot(conn, scheme); err != nil {
+			fmt.Fprintf(stderr, "snowflakectl init: --close-ensemble-root: %v\n", err)
+			return exitFailure
+		}
+	}
+	defer func() {
+		if closed {
+			fmt.Fprintf(stdout, "closed ZooKeeper's / on %s: only the operator makes znodes there, the world reads\n", where)
+		}
+	}()
 	if !res.Made {
 		fmt.Fprintf(stdout, "root %s on %s exists already, layout %s, owning datacenters %s; left as it is\n", z.root, where, res.Layout, owned)
 		return exitOK
