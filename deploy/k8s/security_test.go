@@ -1,6 +1,8 @@
 package k8s
 
 import (
+	"crypto/sha1"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"os"
@@ -27,23 +29,28 @@ const (
 	clientSecretName   = "snowflake-client"
 	workerSecretName   = "snowflake-worker"
 	operatorSecretName = "snowflake-operator"
-	keyZKOperator      = "zk-operator"
-	keyZKWorker        = "zk-worker"
-	keyRequirepass     = "requirepass"
+	// The operator's digest id (no password): ZooKeeper's superDigest.
+	superDigestSecretName = "zookeeper-superdigest"
+	keyZKOperator         = "zk-operator"
+	keySuperDigest        = "digest"
+	keyZKWorker           = "zk-worker"
+	keyRequirepass        = "requirepass"
 )
 
 // secretKeys is which Secret holds each key.
 var secretKeys = map[string][]string{
-	clientSecretName:   {keyRequirepass},
-	workerSecretName:   {keyZKWorker},
-	operatorSecretName: {keyZKOperator},
+	clientSecretName:      {keyRequirepass},
+	workerSecretName:      {keyZKWorker},
+	operatorSecretName:    {keyZKOperator},
+	superDigestSecretName: {keySuperDigest},
 }
 
 // secretConsumers are the only workloads that may mount each Secret.
 var secretConsumers = map[string][]string{
-	clientSecretName:   {"deployment snowflaked"},
-	workerSecretName:   {"deployment snowflaked", "job snowflakectl-init"},
-	operatorSecretName: {"job snowflakectl-init"},
+	clientSecretName:      {"deployment snowflaked"},
+	workerSecretName:      {"deployment snowflaked", "job snowflakectl-init"},
+	operatorSecretName:    {"job snowflakectl-init"},
+	superDigestSecretName: {"statefulset zookeeper"},
 }
 
 // secretOf is the Secret a key belongs in.
@@ -789,4 +796,51 @@ func ingress(policies []*networkingv1.NetworkPolicy, labels map[string]string) (
 		}
 	}
 	return allowed, open
+}
+
+// TestSuperDigestAndClosedRoot (#36 item 2): the ZooKeeper pods take the
+// operator's digest as superDigest from a file of Secret
+// zookeeper-superdigest, secrets.sh writes that digest as ZooKeeper makes
+// it (user:base64(sha1(user:password))), and the init Job closes
+// ZooKeeper's / to the world's writes.
+func TestSuperDigestAndClosedRoot(t *testing.T) {
+	m := load(t)
+	zk := m.statefulSets[0].Spec.Template.Spec
+	cmd := strings.Join(zk.Containers[0].Command, " ")
+	if !strings.Contains(cmd, "-Dzookeeper.DigestAuthenticationProvider.superDigest=$(cat /run/secrets/zk-super/digest)") {
+		t.Errorf("the ZooKeeper container's command sets no superDigest from /run/secrets/zk-super/digest: %s", cmd)
+	}
+	mounted := false
+	for _, v := range zk.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == superDigestSecretName {
+			for _, vm := range zk.Containers[0].VolumeMounts {
+				mounted = mounted || vm.Name == v.Name && vm.MountPath == "/run/secrets/zk-super"
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("Secret %s is not mounted at /run/secrets/zk-super in the ZooKeeper container", superDigestSecretName)
+	}
+	if job := m.jobs[0].Spec.Template.Spec.Containers[0].Command; !slices.Contains(job, "--close-ensemble-root") {
+		t.Errorf("the init Job does not close ZooKeeper's /: %q", job)
+	}
+
+	dir := t.TempDir()
+	if out, err := exec.Command("./secrets.sh", dir).CombinedOutput(); err != nil {
+		t.Fatalf("secrets.sh: %v\n%s", err, out)
+	}
+	op, err := os.ReadFile(filepath.Join(dir, keyZKOperator))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "zk-superdigest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred := strings.TrimSpace(string(op))
+	sum := sha1.Sum([]byte(cred))
+	want := strings.SplitN(cred, ":", 2)[0] + ":" + base64.StdEncoding.EncodeToString(sum[:])
+	if strings.TrimSpace(string(got)) != want {
+		t.Errorf("secrets.sh wrote superdigest %q for %q, want %q", got, cred, want)
+	}
 }
