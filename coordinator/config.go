@@ -33,18 +33,13 @@ type Config struct {
 	// -1 means any slot of the datacenters the fleet's root owns. A pinned
 	// datacenter the root does not own is refused (ErrOutsideFleet).
 	Datacenter int
-	// ScanLimit, when above 0, is how many znodes the worker reads at most
-	// when it looks for the ensemble's other fleets before serving (fleet
-	// roots are not descended into); past it the worker refuses to start
-	// (ErrScanLimit). 0 (the default) sets no count, which anyone able to
-	// make znodes could exceed: the look is bounded by time (30 s).
+	// ScanLimit and ScanSkip bounded and steered the walk of the ensemble
+	// that looked for other fleets. Deprecated: fleets are registered, not
+	// searched for (tree.ReadRegistry), so neither is read; they are still
+	// validated, so that a config naming them starts, and a start logs
+	// that they are ignored.
 	ScanLimit int
-	// ScanSkip are subtrees (absolute znode paths) that the scan for the
-	// ensemble's other fleets does not enter, named by an operator who
-	// knows no fleet is in them: a subtree whose ACL refuses us is
-	// otherwise a refusal to start (ErrScanUnreadable), since a fleet in it
-	// would go unseen. Skipped subtrees are logged at every start.
-	ScanSkip []string
+	ScanSkip  []string
 	// Renew is how often the holder extends its reservation.
 	Renew time.Duration
 	// Horizon is how far past its clock a holder reserves timestamps: the
@@ -116,7 +111,6 @@ func DefaultConfig() Config {
 	return Config{
 		ZKConfig:           zklayout.DefaultZKConfig(),
 		Datacenter:         -1,
-		ScanLimit:          tree.DefaultScanLimit,
 		Renew:              time.Second,
 		Horizon:            DefaultHorizon,
 		StandbyHorizon:     DefaultStandbyHorizon,

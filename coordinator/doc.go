@@ -6,7 +6,7 @@
 // program that embeds a lease (package idlease).
 //
 // The fleet's tree that the lease reads and writes (its znode layout and
-// codecs, the ACL scheme, the fleet scan, the slot map) and the operator's
+// codecs, the ACL scheme, the fleet registry, the slot map) and the operator's
 // verbs on it (init, repair, recover, secure) are package
 // coordinator/tree, which this package imports and snowflakectl uses
 // without linking the lease. Two leaf packages hold what every reader of

@@ -13,6 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
@@ -111,12 +112,13 @@ func initFleet(t testing.TB, cfg Config) {
 	if err != nil {
 		t.Fatalf("init %s: %v", cfg.Root, err)
 	}
+	scheme, _ := tree.NewFleetACL(cfg.Auth, cfg.Auth)
 	if ok {
+		registerAsIs(t, conn, scheme, cfg.Root)
 		return
 	}
 	ic := tree.DefaultInitConfig()
-	ic.Root, ic.NewFleet, ic.ScanLimit = cfg.Root, true, cfg.ScanLimit
-	ic.ACL, _ = tree.NewFleetACL(cfg.Auth, cfg.Auth)
+	ic.Root, ic.NewFleet, ic.ACL = cfg.Root, true, scheme
 	// Generous bounds: a new fleet does not pay for them, and the test's
 	// later workers may run with a wider MaxSkew or Horizon.
 	ic.MaxHorizon, ic.MaxSkew = max(cfg.Horizon, tree.DefaultMaxHorizon), 24*time.Hour
@@ -367,4 +369,26 @@ func standbyDir(obs *zk.Conn, root string, acl []zk.ACL) error {
 		_, err = obs.SetACL(tree.StandbyPath(root), acl, -1)
 	}
 	return err
+}
+
+// registerAsIs enters a root the test made by hand in the fleet registry,
+// as init does for a root it finds, when the root reads as a finished
+// one: the test is about what the root holds, not about the registry.
+func registerAsIs(t testing.TB, conn *zk.Conn, scheme tree.FleetACL, root string) {
+	t.Helper()
+	data, _, err := conn.Get(root)
+	if err != nil {
+		return
+	}
+	info, err := tree.DecodeRoot(root, data)
+	if err != nil || info.Filling() {
+		return
+	}
+	owned, err := info.Owned()
+	if err != nil {
+		return
+	}
+	if err := tree.Register(conn, scheme, root, owned, info.Layout); err != nil {
+		t.Logf("register %s as it is: %v", root, err)
+	}
 }

@@ -21,8 +21,9 @@ var ErrAboveRootBound = errors.New("above the bound the root records")
 // worker never makes it: a root made by a starting worker would reserve its
 // slots to the make's time, below what a holder cut off from an ensemble
 // that lost its data may still issue), then refuses a root made for another
-// layout, one whose bound this worker's config exceeds, one whose fleet
-// overlaps another, or (with credentials) a tree the world may write
+// layout, one whose bound this worker's config exceeds, one not in the
+// ensemble's fleet registry or whose fleet overlaps another registered
+// there, or (with credentials) a tree the world may write
 // (ErrUntrustedTree). Damage and transient errors are retried until ctx ends.
 func (s *claimer) checkRoot(ctx context.Context) error {
 	for {
@@ -32,7 +33,7 @@ func (s *claimer) checkRoot(ctx context.Context) error {
 			return nil
 		}
 		if errors.Is(err, tree.ErrLayoutMismatch) || errors.Is(err, tree.ErrFleetOverlap) || errors.Is(err, tree.ErrOutsideFleet) ||
-			errors.Is(err, tree.ErrScanLimit) || errors.Is(err, ErrAboveRootBound) || errors.Is(err, tree.ErrUntrustedTree) || fatal(err) {
+			errors.Is(err, tree.ErrNotRegistered) || errors.Is(err, tree.ErrRegistryUntrusted) || errors.Is(err, ErrAboveRootBound) || errors.Is(err, tree.ErrUntrustedTree) || fatal(err) {
 			return err
 		}
 		if ctx.Err() != nil {
@@ -82,13 +83,15 @@ func (s *claimer) tryCheckRoot(ctx context.Context) error {
 	if err := s.c.cfg.withinBound(info); err != nil {
 		return fmt.Errorf("root %s: %w", root, err)
 	}
+	// Trust first: a tree made without credentials is put right by
+	// snowflakectl secure, registry and all, whatever else is wrong.
+	if err := s.checkTrust(ctx); err != nil {
+		return err
+	}
 	if err := s.checkScope(ctx, info); err != nil {
 		return err
 	}
 	if err := s.checkTree(ctx); err != nil {
-		return err
-	}
-	if err := s.checkTrust(ctx); err != nil {
 		return err
 	}
 	s.rollback.reset(st) // the root read afresh starts a new history

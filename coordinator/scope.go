@@ -7,38 +7,32 @@ import (
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 )
 
-// scan runs ScanFleetsCtx on the session, bounded by scanTimeout: past it
-// the call returns, the scan stops reading (a read ZooKeeper holds ends
-// with the session), and checkRoot tries again (the scope unverified, the
-// worker does not serve meanwhile).
-func (s *claimer) scan(ctx context.Context) (tree.Scan, error) {
-	sctx, cancel := context.WithTimeout(ctx, tree.ScanTimeout)
-	defer cancel()
+// registry reads the ensemble's fleet registry on the session, bounded by
+// tree.ReadTimeout: past it the call returns, and checkRoot tries again
+// (the scope unverified, the worker does not serve meanwhile).
+func (s *claimer) registry(ctx context.Context) (tree.Scan, error) {
+	if len(s.c.cfg.ScanSkip) > 0 || s.c.cfg.ScanLimit > 0 {
+		s.c.log.Warn("--zk-scan-skip and --zk-scan-limit are ignored: fleets are registered, not searched for",
+			"registry", tree.RegistryPath)
+	}
 	var res tree.Scan
-	err := s.call(sctx, tree.ScanTimeout, func() (err error) {
-		res, err = tree.ScanFleetsCtx(sctx, s.conn, s.c.cfg.ScanLimit, s.c.cfg.ScanSkip...)
+	err := s.call(ctx, tree.ReadTimeout, func() (err error) {
+		res, err = tree.ReadRegistry(s.conn, s.c.cfg.Auth == "")
 		return
 	})
 	if err != nil {
-		return tree.Scan{}, fmt.Errorf("find the ensemble's fleets: %w", err)
+		return tree.Scan{}, fmt.Errorf("read the ensemble's fleet registry: %w", err)
 	}
-	if len(res.Skipped) > 0 {
-		s.c.log.Warn("fleet scan skipped subtrees the operator named; a fleet in them is not checked",
-			"skipped_by_operator", res.Skipped, "flag", "--zk-scan-skip")
-	}
-	if s.c.cfg.Auth != "" {
-		res = res.OnlyTrusted()
-		for _, f := range res.Ignored {
-			s.c.log.Warn("fleet scan: a node with a fleet layout marker whose ACL no fleet operator made; not counted",
-				"znode", f.Root, "why", f.Untrusted, "fix", "delete it, or snowflakectl secure if it is a fleet")
-		}
+	for _, f := range res.Ignored {
+		s.c.log.Warn("fleet registry: an entry anyone may write; not counted",
+			"entry", tree.RegistryNode(f.Root), "why", f.Untrusted, "fix", "snowflakectl secure --zk-root "+f.Root+", or delete it")
 	}
 	return res, nil
 }
 
 // checkScope reads the datacenters the root owns, refuses a pinned
-// datacenter outside them, and refuses to serve when another fleet of the
-// ensemble owns one of them.
+// datacenter outside them, a root the fleet registry does not hold with
+// them, and another registered fleet owning one of them.
 func (s *claimer) checkScope(ctx context.Context, info tree.RootInfo) error {
 	root := s.c.cfg.Root
 	owned, err := info.Owned()
@@ -48,16 +42,19 @@ func (s *claimer) checkScope(ctx context.Context, info tree.RootInfo) error {
 	if dc := s.c.cfg.Datacenter; dc >= 0 && !owned.Has(dc) {
 		return fmt.Errorf("%w: pinned datacenter %d is outside the datacenters root %s owns (%s)", tree.ErrOutsideFleet, dc, root, owned)
 	}
-	res, err := s.scan(ctx)
+	reg, err := s.registry(ctx)
 	if err != nil {
 		return err
 	}
-	if err := tree.CheckScope(root, owned, res); err != nil {
+	if err := tree.CheckRegistered(root, owned, reg); err != nil {
+		return err
+	}
+	if err := tree.CheckScope(root, owned, reg); err != nil {
 		return err
 	}
 	s.owned = owned
 	s.c.owned.Store(uint32(owned))
 	s.c.log.Info("fleet scope verified", "root", root, "datacenters", owned.String(),
-		"fleets_in_ensemble", len(res.Fleets), "znodes_read", res.Nodes, "skipped_by_operator", res.Skipped, "untrusted_roots", len(res.Ignored))
+		"fleets_registered", len(reg.Fleets), "reads", reg.Nodes)
 	return nil
 }

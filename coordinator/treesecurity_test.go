@@ -221,10 +221,14 @@ func TestInitRefusesForeignRoot(t *testing.T) {
 	}
 }
 
-// The fleet scan (#24 item 5): decoy roots anyone could have made (world
-// ACL, a layout marker, overlapping ranges or none that read) and 10,001
-// junk znodes do not stop a worker with credentials from starting; the
-// decoys are reported, not counted.
+// Nothing a znode's maker puts outside the fleet's tree stops a start or
+// counts as a fleet (#36 item 1): decoy roots with the layout marker (one
+// world-writable, one naming a made-up admin digest, one with broken
+// ranges), a znode nobody else may read (the walk of the ensemble used to
+// refuse every start over it), 10,001 junk znodes. The worker reads the
+// registry, not the tree (3 reads here, whatever the junk); the world and
+// the workers' identity can write nothing into the registry, so no decoy
+// can be registered either.
 func TestDecoysAndJunkDoNotStopStart(t *testing.T) {
 	zs := startZK(t)
 	root := "/real"
@@ -239,6 +243,13 @@ func TestDecoysAndJunkDoNotStopStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	madeUp := append(zk.DigestACL(zk.PermAll, "fake-admin", "nobody-knows"), zk.WorldACL(zk.PermRead)...)
+	if _, err := world.Create("/trusted-looking", tree.EncodeRoot(all), 0, madeUp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := world.Create("/x", nil, 0, zk.DigestACL(zk.PermAll, "mallory", "secret")); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := world.Create("/junk", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
@@ -252,26 +263,60 @@ func TestDecoysAndJunkDoNotStopStart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	scan, err := tree.ScanFleets(world, 0)
-	if err != nil || scan.Nodes <= junk {
-		t.Fatalf("scan: %d nodes, %v; want all of them read", scan.Nodes, err)
+	reg, err := tree.ReadRegistry(world, false)
+	if err != nil || len(reg.Fleets) != 1 || reg.Fleets[0].Root != root || reg.Nodes != 4 {
+		t.Fatalf("registry: %+v, %v; want %s alone, in 4 reads (the registry's ACL and list, the entry's data and ACL)", reg, err, root)
 	}
-	// The bound is time: a scan whose deadline passed stops reading.
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	if part, err := tree.ScanFleetsCtx(ended, world, 0); !errors.Is(err, context.Canceled) || part.Nodes != 0 {
-		t.Fatalf("scan with its time up: %d nodes read, %v; want none, context.Canceled", part.Nodes, err)
+	for who, conn := range map[string]*zk.Conn{"the world": world, "the workers' identity": dialAs(t, zs.Addr(), testWorker)} {
+		if _, err := conn.Create(tree.RegistryNode("/decoy"), []byte(`{"root":"/decoy","datacenters":"0-31"}`), 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s registered a decoy: %v; want ErrNoAuth", who, err)
+		}
+		if err := tree.Register(conn, tree.FleetACL{}, "/decoy", tree.AllDatacenters, tree.LayoutV3); !errors.Is(err, zk.ErrNoAuth) {
+			t.Errorf("%s registered a decoy through Register: %v; want ErrNoAuth", who, err)
+		}
 	}
-	trusted := scan.OnlyTrusted()
-	if len(trusted.Fleets) != 1 || trusted.Fleets[0].Root != root || len(trusted.Ignored) != 2 {
-		t.Fatalf("trusted roots %+v, ignored %+v; want %s alone, the two decoys ignored", trusted.Fleets, trusted.Ignored, root)
-	}
-	reg := prometheus.NewRegistry()
-	w := startWorkerWith(t, "w", secureConfig(zs.Addr(), root), newRecorder(), reg)
+	reg2 := prometheus.NewRegistry()
+	w := startWorkerWith(t, "w", secureConfig(zs.Addr(), root), newRecorder(), reg2)
 	w.waitReady(60 * time.Second)
-	if v := gaugeValue(t, reg, "snowflake_coordinator_zk_insecure"); v != 0 {
+	if v := gaugeValue(t, reg2, "snowflake_coordinator_zk_insecure"); v != 0 {
 		t.Errorf("snowflake_coordinator_zk_insecure %v with credentials, want 0", v)
 	}
+}
+
+// A registry that someone other than a fleet's operator made before the
+// first init (world-writable) proves nothing: init refuses to register
+// there (ErrRegistryUntrusted) and names the runbook's fix; once the
+// operator removed it (here by hand; the runbook uses the superDigest),
+// init makes its own, closed to all but the operator, and the worker
+// serves.
+func TestSquattedRegistry(t *testing.T) {
+	zs := startZK(t)
+	world := dialAs(t, zs.Addr(), "")
+	if _, err := world.Create(tree.RegistryPath, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	ic := tree.DefaultInitConfig()
+	ic.Root, ic.ACL, ic.NewFleet = "/sq", secureScheme(t), true
+	op := dialAs(t, zs.Addr(), testOperator)
+	_, err := tree.InitRoot(context.Background(), op, ic)
+	if !errors.Is(err, tree.ErrRegistryUntrusted) || !strings.Contains(err.Error(), "a znode or ACL I did not make blocks the fleet") {
+		t.Fatalf("init beside a world-writable registry: %v; want ErrRegistryUntrusted naming the runbook", err)
+	}
+	if ok, _, _ := op.Exists("/sq"); ok {
+		t.Fatal("init made its root beside a registry it could not trust")
+	}
+	if err := world.Delete(tree.RegistryPath, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tree.InitRoot(context.Background(), op, ic); err != nil {
+		t.Fatalf("init after the squat was removed: %v", err)
+	}
+	acl, _, err := world.GetACL(tree.RegistryPath)
+	if err != nil || !tree.SameACL(acl, secureScheme(t).Root()) {
+		t.Fatalf("registry ACL %s (%v); want the operator's, the world reading", tree.FormatACL(acl), err)
+	}
+	w := startWorker(t, "w", secureConfig(zs.Addr(), "/sq"), nil)
+	w.waitReady(30 * time.Second)
 }
 
 // mkdirs creates p (and its missing parents, empty), world-writable.

@@ -59,7 +59,7 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 		gone    []string
 		lacking int // of bad, those the world may not write: our identity lacks a right
 	)
-	err := s.call(ctx, tree.ScanTimeout, func() error {
+	err := s.call(ctx, tree.ReadTimeout, func() error {
 		return zkconn.ForEach(paths, func(p string) error {
 			acl, _, err := s.conn.GetACL(p)
 			if errors.Is(err, zk.ErrNoNode) {

@@ -66,8 +66,8 @@ func (s *Stack) Ctl(ctx context.Context, args ...string) (string, error) {
 // checkSecured fails unless the stack is secured as it ships: the quorum
 // network internal and the election port on it only, and a session
 // without credentials (anyone who reaches a client port) unable to make a
-// node under the root, leases/, slots/ or standby/, or to write a slot
-// node.
+// node at ZooKeeper's /, in the fleet registry, under the root, leases/,
+// slots/ or standby/, or to write a slot node.
 func checkSecured(ctx context.Context, st *Stack) error {
 	internal, err := docker(ctx, "network", "inspect", "-f", "{{.Internal}}", st.Network("quorum"))
 	if err != nil {
@@ -96,7 +96,9 @@ func checkSecured(ctx context.Context, st *Stack) error {
 	}
 	defer conn.Close()
 	var open []string
-	for _, dir := range []string{zkRoot, zklayout.LeasesPath(zkRoot), zklayout.SlotsPath(zkRoot), tree.StandbyPath(zkRoot)} {
+	// ZooKeeper's / (init --close-ensemble-root) and the fleet registry
+	// too: the world squats nothing and registers nothing (#36 items 1, 2).
+	for _, dir := range []string{"", tree.RegistryPath, zkRoot, zklayout.LeasesPath(zkRoot), zklayout.SlotsPath(zkRoot), tree.StandbyPath(zkRoot)} {
 		p := dir + "/world-writes-here"
 		if _, err := conn.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
 			open = append(open, fmt.Sprintf("create %s: %v", p, err))

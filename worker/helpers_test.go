@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/snowfleet/snowfleet/coordinator"
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/integration/zktest"
@@ -296,7 +297,18 @@ func deleteRoot(t testing.TB, servers []string, root string) {
 		return nil
 	}
 	done := make(chan error, 1)
-	go func() { done <- del(root) }()
+	go func() {
+		if err := del(root); err != nil {
+			done <- err
+			return
+		}
+		// And its registry entry, as an operator retiring a fleet does.
+		if err := conn.Delete(tree.RegistryNode(root), -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+			done <- err
+			return
+		}
+		done <- nil
+	}()
 	select {
 	case err = <-done:
 	case <-time.After(15 * time.Second):

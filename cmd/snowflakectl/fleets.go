@@ -25,52 +25,41 @@ type fleetRow struct {
 	Datacenters string `json:"datacenters"`
 	Slots       int    `json:"slots"`
 	Error       string `json:"error,omitempty"`
-	// Untrusted says why the root's ACL is not one a fleet's operator made
-	// (the world may write it, or no digest identity administers it): such
-	// a root is listed but not counted in overlaps, unless --zk-insecure.
-	Untrusted string `json:"untrusted,omitempty"`
 }
 
 // fleetsReport is the --json output.
 type fleetsReport struct {
 	Fleets   []fleetRow `json:"fleets"`
 	Overlaps []string   `json:"overlaps"`
-	// Failed are the ensembles that could not be scanned whole.
+	// Failed are the ensembles whose registry could not be read, or is
+	// not protected (its ACL lets the world write, or names no operator).
 	Failed []string `json:"failed"`
-	// Unreadable are the subtrees (ensemble + path) ZooKeeper refused the
-	// scan: a fleet in them went unseen (exit 3 when nothing worse).
-	Unreadable []string `json:"unreadable"`
-	// Skipped are the subtrees (ensemble + path) not entered, as
-	// --zk-scan-skip asked.
-	Skipped []string `json:"skipped"`
 }
 
 // runFleets is snowflakectl fleets: every fleet of the ensembles given, and
 // the overlaps between them, in one ensemble or across them (IDs of two
 // regions collide as surely as those of two roots in one ensemble).
 func runFleets(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("fleets", "[--zk-auth user:password] [--zk-scan-skip PATH]... [--json] ENSEMBLE [ENSEMBLE...]",
-		"Lists every fleet root in the ensembles given (each argument one ensemble's\n"+
-			"comma-separated host:port list) with the datacenters it owns, and exits 1\n"+
-			"when two of them own a datacenter in common, in one ensemble or across\n"+
-			"ensembles, or when an ensemble could not be scanned whole; otherwise 3 when\n"+
-			"ZooKeeper refused it a subtree (a fleet in it went unseen) that --zk-scan-skip\n"+
-			"does not name. Run it with every region's ensemble before opening a region.\n"+
-			"A root whose ACL lets the world write, or names no operator identity with\n"+
-			"admin, could be anyone's decoy: it is listed as untrusted and not counted,\n"+
-			"unless --zk-insecure (fleets made without credentials).")
+	fs := newFlagSet("fleets", "[--zk-auth user:password] [--json] ENSEMBLE [ENSEMBLE...]",
+		"Lists every fleet registered in the ensembles given (each argument one\n"+
+			"ensemble's comma-separated host:port list; the registry is "+tree.RegistryPath+",\n"+
+			"written by init) with the datacenters it owns, and exits 1 when two of them\n"+
+			"own a datacenter in common, in one ensemble or across ensembles, or when an\n"+
+			"ensemble's registry could not be read or is not protected (its ACL lets the\n"+
+			"world write, or names no operator identity with admin: anyone could have\n"+
+			"registered there), unless --zk-insecure (fleets made without credentials).\n"+
+			"Run it with every region's ensemble before opening a region.")
 	var za zkFlags // --zk-auth and --zk-auth-file only: the ensembles are arguments
 	fs.StringVar(&za.auth, "zk-auth", "", "ZooKeeper digest auth `user:password` (env SNOWFLAKE_ZK_AUTH); fleet roots are world-readable, so rarely needed")
 	fs.StringVar(&za.authFile, "zk-auth-file", "", "`file` holding the ZooKeeper digest credentials, one line user:password, not accessible to others (env SNOWFLAKE_ZK_AUTH_FILE)")
 	var zt zkTLSFlags
 	zt.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object {fleets, overlaps, failed}")
-	scanLimit := fs.Int("scan-limit", tree.DefaultScanLimit, "most znodes read per ensemble (0: no count; --timeout bounds the scan)")
 	var ids identityFlags
 	ids.registerInsecure(fs, "count roots made without credentials too, whatever their ACL (fleets run with --zk-insecure; env SNOWFLAKE_ZK_INSECURE)")
 	var skip scanSkipFlag
 	skip.register(fs)
-	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching and scanning each ensemble")
+	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching and reading each ensemble's registry")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
 		return rc
 	}
@@ -83,17 +72,17 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	if err := zt.check(); err != nil {
 		return usageError(stderr, "fleets", "%v", err)
 	}
-	if *scanLimit < 0 || *timeout <= 0 {
-		return usageError(stderr, "fleets", "--scan-limit %d must not be negative and --timeout %v must be positive", *scanLimit, *timeout)
+	if *timeout <= 0 {
+		return usageError(stderr, "fleets", "--timeout %v must be positive", *timeout)
 	}
-	if err := skip.check(); err != nil {
+	if err := skip.check(stderr, "fleets"); err != nil {
 		return usageError(stderr, "fleets", "%v", err)
 	}
 	ensembles, err := parseEnsembles(fs.Args())
 	if err != nil {
 		return usageError(stderr, "fleets", "%v", err)
 	}
-	rep := scanEnsembles(ensembles, za.auth, zt.files, *scanLimit, skip, *timeout, ids.insecure, stderr)
+	rep := readEnsembles(ensembles, za.auth, zt.files, *timeout, ids.insecure, stderr)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -101,17 +90,14 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 	} else {
 		rep.print(stdout, len(ensembles))
 	}
-	switch {
-	case len(rep.Overlaps) > 0 || len(rep.Failed) > 0:
+	if len(rep.Overlaps) > 0 || len(rep.Failed) > 0 {
 		return exitFailure
-	case len(rep.Unreadable) > 0:
-		return exitUnverified
 	}
 	return exitOK
 }
 
-// scanEnsemble finds the fleets of one ensemble, bounded by timeout.
-func scanEnsemble(servers []string, auth string, files tlsfiles.Files, limit int, skip []string, timeout time.Duration) (tree.Scan, error) {
+// readEnsemble reads the fleet registry of one ensemble, bounded by timeout.
+func readEnsemble(servers []string, auth string, files tlsfiles.Files, timeout time.Duration, insecure bool) (tree.Scan, error) {
 	conn, err := zklayout.ZKConfig{Servers: servers, Auth: auth, TLS: files, SessionTimeout: min(max(timeout, 2*time.Second), 10*time.Second)}.Dial(nil)
 	if err != nil {
 		return tree.Scan{}, err
@@ -123,7 +109,7 @@ func scanEnsemble(servers []string, auth string, files tlsfiles.Files, limit int
 	}
 	done := make(chan result, 1)
 	go func() {
-		s, err := tree.ScanFleets(conn, limit, skip...)
+		s, err := tree.ReadRegistry(conn, insecure)
 		done <- result{s, err}
 	}()
 	select {
@@ -137,7 +123,7 @@ func scanEnsemble(servers []string, auth string, files tlsfiles.Files, limit int
 // parseEnsembles reads the arguments of fleets, one ensemble's
 // comma-separated host:port list each, held to the rule every ZooKeeper
 // server list is (zklayout.ValidateServers); an ensemble given twice, in
-// any order, is scanned once.
+// any order, is read once.
 func parseEnsembles(args []string) ([][]string, error) {
 	var ensembles [][]string
 	seen := map[string]bool{}
@@ -160,44 +146,29 @@ func parseEnsembles(args []string) ([][]string, error) {
 	return ensembles, nil
 }
 
-// scanEnsembles scans each ensemble and reports the fleets found, the
-// overlaps between those counted, and what could not be scanned or read,
-// each also said on stderr as it is found. Untrusted roots are listed but
-// not counted unless insecure.
-func scanEnsembles(ensembles [][]string, auth string, files tlsfiles.Files, limit int, skip []string, timeout time.Duration, insecure bool, stderr io.Writer) fleetsReport {
-	rep := fleetsReport{Fleets: []fleetRow{}, Overlaps: []string{}, Failed: []string{}, Unreadable: []string{}, Skipped: []string{}}
+// readEnsembles reads each ensemble's registry and reports the fleets
+// registered, the overlaps between them, and the ensembles whose registry
+// could not be read or is not protected, each also said on stderr.
+func readEnsembles(ensembles [][]string, auth string, files tlsfiles.Files, timeout time.Duration, insecure bool, stderr io.Writer) fleetsReport {
+	rep := fleetsReport{Fleets: []fleetRow{}, Overlaps: []string{}, Failed: []string{}}
 	var all []tree.FleetRoot
 	for _, servers := range ensembles {
 		name := strings.Join(servers, ",")
-		scan, err := scanEnsemble(servers, auth, files, limit, skip, timeout)
+		reg, err := readEnsemble(servers, auth, files, timeout, insecure)
 		if err != nil {
 			rep.Failed = append(rep.Failed, name)
 			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %v\n", name, err)
 			continue
 		}
-		for _, f := range scan.Fleets {
+		for _, f := range reg.Fleets {
 			row := fleetRow{Ensemble: name, Root: f.Root, Layout: f.Layout, Datacenters: f.Owned.String(), Slots: f.Owned.Slots()}
 			if f.Err != nil {
 				row.Error = f.Err.Error()
 				f.Owned = tree.AllDatacenters // unverifiable: counts as owning all
 			}
-			if f.Untrusted != "" && !insecure {
-				row.Untrusted = f.Untrusted
-				rep.Fleets = append(rep.Fleets, row)
-				fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s has a fleet layout marker but %s: not counted (--zk-insecure counts it)\n", name, f.Root, f.Untrusted)
-				continue
-			}
 			rep.Fleets = append(rep.Fleets, row)
 			f.Root = name + f.Root
 			all = append(all, f)
-		}
-		for _, p := range scan.Unreadable {
-			rep.Unreadable = append(rep.Unreadable, name+p)
-			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s is not readable to us (its ACL): a fleet in it went unseen; grant read access (--zk-auth), or name it with --zk-scan-skip if no fleet can be in it\n", name, p)
-		}
-		for _, p := range scan.Skipped {
-			rep.Skipped = append(rep.Skipped, name+p)
-			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %s skipped by operator (--zk-scan-skip): a fleet in it is not checked\n", name, p)
 		}
 	}
 	for _, o := range tree.Overlaps(all) {
@@ -216,9 +187,6 @@ func (rep fleetsReport) print(stdout io.Writer, n int) {
 		if r.Error != "" {
 			dcs = "(unreadable: " + r.Error + ")"
 		}
-		if r.Untrusted != "" {
-			dcs += " (untrusted, not counted)"
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\n", r.Ensemble, r.Root, r.Layout, dcs, r.Slots)
 	}
 	tw.Flush()
@@ -226,11 +194,5 @@ func (rep fleetsReport) print(stdout io.Writer, n int) {
 		fmt.Fprintf(stdout, "OVERLAP: %s\n", o)
 	}
 	fmt.Fprintf(stdout, "%d fleet(s) in %d ensemble(s); %d overlap(s)", len(rep.Fleets), n-len(rep.Failed), len(rep.Overlaps))
-	if len(rep.Unreadable) > 0 {
-		fmt.Fprintf(stdout, "; %d unreadable subtree(s): scope not verified", len(rep.Unreadable))
-	}
-	if len(rep.Skipped) > 0 {
-		fmt.Fprintf(stdout, "; %d skipped by operator", len(rep.Skipped))
-	}
 	fmt.Fprintln(stdout)
 }

@@ -21,8 +21,9 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("init", "[--zk HOST:PORT,...] [--zk-root /snowflake] [--datacenters 0-3,8]",
 		"Makes a fleet's root znode with its 1,024 slot nodes, owning the datacenters\n"+
 			"--datacenters (ranges such as 0-3,8; all 32 when not given). Its workers claim\n"+
-			"only inside them. Refused when another fleet of the ensemble (found by its\n"+
-			"layout marker anywhere in the tree) owns one of them. A root that exists with\n"+
+			"only inside them, and it registers the root in the ensemble's fleet registry\n"+
+			"("+tree.RegistryPath+"). Refused when another fleet registered there owns one\n"+
+			"of them. A root that exists with\n"+
 			"the same datacenters is left alone (exit 0); with others, refused; one an\n"+
 			"earlier init left half made is finished.\n\n"+
 			"Workers never make a root. The slot nodes are reserved past anything an\n"+
@@ -39,7 +40,6 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	var ids identityFlags
 	ids.register(fs, true)
 	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8 (default all 32: 0-31)")
-	scanLimit := fs.Int("scan-limit", tree.DefaultScanLimit, "most znodes read while looking for the ensemble's other fleets (0: no count; --timeout bounds it)")
 	var skip scanSkipFlag
 	skip.register(fs)
 	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching ZooKeeper and making the root")
@@ -68,10 +68,10 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	ic := tree.DefaultInitConfig()
-	ic.Root, ic.ACL, ic.Owned, ic.ScanLimit = z.root, scheme, owned, *scanLimit
-	ic.MaxHorizon, ic.MaxSkew, ic.NewFleet, ic.ScanSkip = *maxHorizon, *maxSkew, *newFleet, skip
+	ic.Root, ic.ACL, ic.Owned = z.root, scheme, owned
+	ic.MaxHorizon, ic.MaxSkew, ic.NewFleet = *maxHorizon, *maxSkew, *newFleet
 	if err := ic.Validate(); err != nil {
-		flagName := map[string]string{"ScanLimit": "--scan-limit", "MaxHorizon": "--max-horizon", "MaxSkew": "--max-skew", "Root": "--zk-root", "Owned": "--datacenters"}
+		flagName := map[string]string{"MaxHorizon": "--max-horizon", "MaxSkew": "--max-skew", "Root": "--zk-root", "Owned": "--datacenters"}
 		var ce *configerr.Error
 		if errors.As(err, &ce) && flagName[ce.Field] != "" {
 			return usageError(stderr, "init", "%s %v %s", flagName[ce.Field], ce.Value, ce.Reason)
@@ -84,7 +84,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if *closeTop && scheme.Insecure() {
 		return usageError(stderr, "init", "--close-ensemble-root needs the operator's and the workers' credentials (--zk-auth-file, --zk-worker-auth-file), not --zk-insecure")
 	}
-	if err := skip.check(); err != nil {
+	if err := skip.check(stderr, "init"); err != nil {
 		return usageError(stderr, "init", "%v", err)
 	}
 	conn, err := z.dial(servers, min(*timeout, 10*time.Second))
@@ -98,18 +98,12 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	res, err := tree.InitRoot(ctx, conn, ic)
 	if err != nil {
 		fmt.Fprintf(stderr, "snowflakectl init: %v\n", err)
-		if errors.Is(err, zk.ErrNoAuth) && !errors.Is(err, tree.ErrScanUnreadable) {
+		if errors.Is(err, zk.ErrNoAuth) {
 			fmt.Fprintln(stderr, "snowflakectl init: ZooKeeper refused a write; pass the operator's --zk-auth-file")
 		}
 		return exitFailure
 	}
 	where := strings.Join(servers, ",")
-	for _, p := range res.Scan.Skipped {
-		fmt.Fprintf(stderr, "snowflakectl init: %s skipped by operator (--zk-scan-skip): a fleet in it is not checked\n", p)
-	}
-	for _, f := range res.Scan.Ignored {
-		fmt.Fprintf(stderr, "snowflakectl init: %s has a fleet layout marker but %s: not counted as a fleet\n", f.Root, f.Untrusted)
-	}
 	if scheme.Insecure() {
 		fmt.Fprintln(stderr, "snowflakectl init: warning: --zk-insecure: the tree is world-writable; anyone reaching ZooKeeper can cause duplicate IDs (snowflakectl secure protects it later)")
 	}
@@ -127,14 +121,17 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	}()
 	if !res.Made {
 		fmt.Fprintf(stdout, "root %s on %s exists already, layout %s, owning datacenters %s; left as it is\n", z.root, where, res.Layout, owned)
+		if res.Registered {
+			fmt.Fprintf(stdout, "registered root %s in %s (it was not): its workers serve once they start again\n", z.root, tree.RegistryPath)
+		}
 		return exitOK
 	}
 	verb := "made"
 	if res.Finished {
 		verb = "finished the half-made"
 	}
-	fmt.Fprintf(stdout, "%s root %s on %s, layout %s, owning datacenters %s (%d slots); %d other fleet(s) in the ensemble, none overlapping (%d znodes read)\n",
-		verb, z.root, where, res.Layout, owned, owned.Slots(), len(res.Scan.Fleets), res.Scan.Nodes)
+	fmt.Fprintf(stdout, "%s root %s on %s, layout %s, owning datacenters %s (%d slots); %d other fleet(s) registered in the ensemble, none overlapping\n",
+		verb, z.root, where, res.Layout, owned, owned.Slots(), others(res.Scan, z.root))
 	until := time.UnixMilli(res.ReservedUntilMs).UTC()
 	if *newFleet {
 		fmt.Fprintf(stdout, "slots reserved until %s (the make's time: --new-fleet); workers serve at once\n", until.Format(time.RFC3339Nano))
@@ -150,4 +147,15 @@ func flagSet(fs *flag.FlagSet) map[string]bool {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
+}
+
+// others is how many fleets of reg are not root.
+func others(reg tree.Scan, root string) int {
+	n := 0
+	for _, f := range reg.Fleets {
+		if f.Root != root {
+			n++
+		}
+	}
+	return n
 }

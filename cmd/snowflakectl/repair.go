@@ -84,7 +84,7 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	if *timeout <= 0 {
 		return usageError(stderr, "repair", "--timeout %v must be positive", *timeout)
 	}
-	if err := skip.check(); err != nil {
+	if err := skip.check(stderr, "repair"); err != nil {
 		return usageError(stderr, "repair", "%v", err)
 	}
 	if !*yes && !in.terminal {
@@ -122,7 +122,7 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		}
 	}
 	res, err := tree.RepairSlots(ctx, conn, tree.RepairConfig{Root: z.root, ACL: scheme,
-		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, MaxHorizon: *maxHorizon, MaxSkew: *maxSkew, ScanSkip: skip})
+		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, MaxHorizon: *maxHorizon, MaxSkew: *maxSkew})
 	until = res.ReservedUntilMs
 	for _, p := range res.MadeTree {
 		fmt.Fprintf(stdout, "made %s\n", p)

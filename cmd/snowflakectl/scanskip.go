@@ -3,36 +3,52 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 )
 
-// scanSkipFlag is --zk-scan-skip, on every command that scans an ensemble
-// for fleets (init, fleets, repair of a root): a subtree the scan does not enter. Repeatable;
-// a comma-separated value adds each item.
-type scanSkipFlag []string
+// scanSkipFlag is --zk-scan-skip, with --scan-limit, on the commands that
+// once walked an ensemble for fleets (init, fleets, repair of a root).
+// Deprecated: fleets are registered, not searched for; both are accepted
+// (and still checked) so that scripts naming them run, and ignored with a
+// warning.
+type scanSkipFlag struct {
+	paths []string
+	limit int
+}
 
-func (f *scanSkipFlag) String() string { return strings.Join(*f, ",") }
+type skipPaths []string
 
-func (f *scanSkipFlag) Set(s string) error {
+func (f *skipPaths) String() string { return strings.Join(*f, ",") }
+
+func (f *skipPaths) Set(s string) error {
 	for _, item := range strings.Split(s, ",") {
 		*f = append(*f, strings.TrimSpace(item))
 	}
 	return nil
 }
 
-// register adds --zk-scan-skip to fs.
+// register adds --zk-scan-skip and --scan-limit to fs.
 func (f *scanSkipFlag) register(fs *flag.FlagSet) {
-	fs.Var(f, "zk-scan-skip", "a subtree (absolute znode `path`) the scan for fleets does not enter, for one whose ACL refuses us and that holds no fleet; repeatable, or comma-separated")
+	fs.Var((*skipPaths)(&f.paths), "zk-scan-skip", "ignored (deprecated): fleets are registered in "+tree.RegistryPath+", not searched for")
+	fs.IntVar(&f.limit, "scan-limit", 0, "ignored (deprecated): fleets are registered in "+tree.RegistryPath+", not searched for")
 }
 
-// check refuses a path that is not an absolute, clean znode path.
-func (f *scanSkipFlag) check() error {
-	for _, p := range *f {
+// check refuses a value that was never valid, and warns that the flags
+// are ignored.
+func (f *scanSkipFlag) check(stderr io.Writer, cmd string) error {
+	for _, p := range f.paths {
 		if !tree.ValidSkipPath(p) {
 			return fmt.Errorf("--zk-scan-skip %q must be an absolute, clean znode path such as /apps/private (not /, no trailing /)", p)
 		}
+	}
+	if f.limit < 0 {
+		return fmt.Errorf("--scan-limit %d must not be negative", f.limit)
+	}
+	if len(f.paths) > 0 || f.limit > 0 {
+		fmt.Fprintf(stderr, "snowflakectl %s: --zk-scan-skip and --scan-limit are ignored: fleets are registered in %s, not searched for\n", cmd, tree.RegistryPath)
 	}
 	return nil
 }

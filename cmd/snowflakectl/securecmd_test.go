@@ -88,8 +88,8 @@ func TestSecureCommand(t *testing.T) {
 	errb.Reset()
 	if rc := runSecure(args, input{r: strings.NewReader("y\n"), terminal: true}, &out, &errb); rc != exitOK ||
 		!strings.Contains(out.String(), root+": world:anyone:cdrwa -> digest:ops:") ||
-		!strings.Contains(out.String(), "1028 node(s) changed") {
-		t.Fatalf("secure: rc %d, stdout %q, stderr %q; want the root's change shown and 1,028 nodes changed (root, leases/, slots/, standby/, 1,024 slot nodes)", rc, out.String(), errb.String())
+		!strings.Contains(out.String(), "1030 node(s) changed") {
+		t.Fatalf("secure: rc %d, stdout %q, stderr %q; want the root's change shown and 1,030 nodes changed (root, leases/, slots/, standby/, 1,024 slot nodes, the fleet registry and the root's entry)", rc, out.String(), errb.String())
 	}
 	out.Reset()
 	if rc := runSecure(append(args, "--yes"), input{}, &out, &errb); rc != exitOK || !strings.Contains(out.String(), "0 node(s) changed, 0 made") {
@@ -156,9 +156,12 @@ func TestSecureCommand(t *testing.T) {
 	}
 }
 
-// snowflakectl fleets lists a root whose ACL no operator made (a decoy the
-// world could write) as untrusted and does not count it (#24 item 5):
-// exit 0 beside a real fleet it overlaps; --zk-insecure counts it again.
+// snowflakectl fleets lists the registered fleets only (#36 item 1): a
+// decoy root the world made, with a fleet's layout marker and owning every
+// datacenter, is no fleet, with or without --zk-insecure, and the world
+// cannot register it; a registry the world may write (made before the
+// first init, with no credentials) proves nothing: exit 1 naming it,
+// unless --zk-insecure.
 func TestFleetsIgnoresUntrustedRoots(t *testing.T) {
 	t.Setenv("SNOWFLAKE_ZK_INSECURE", "")
 	zs := zktest.Start(t)
@@ -177,14 +180,34 @@ func TestFleetsIgnoresUntrustedRoots(t *testing.T) {
 	if _, err := world.Create("/decoy", []byte(decoy), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)
 	}
-	out.Reset()
-	errb.Reset()
-	if rc := runFleets([]string{zs.Addr()}, &out, &errb); rc != exitOK ||
-		!strings.Contains(out.String(), "(untrusted, not counted)") || !strings.Contains(errb.String(), "/decoy has a fleet layout marker but its ACL lets the world write") {
-		t.Fatalf("fleets beside a decoy: rc %d, stdout %q, stderr %q; want 0, the decoy listed untrusted", rc, out.String(), errb.String())
+	if _, err := world.Create(tree.RegistryNode("/decoy"), []byte(`{"root":"/decoy","datacenters":"0-31"}`), 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("the world registered a decoy: %v; want ErrNoAuth", err)
+	}
+	for _, args := range [][]string{{zs.Addr()}, {"--zk-insecure", zs.Addr()}} {
+		out.Reset()
+		errb.Reset()
+		if rc := runFleets(args, &out, &errb); rc != exitOK || strings.Contains(out.String(), "/decoy") || !strings.Contains(out.String(), "1 fleet(s) in 1 ensemble(s); 0 overlap(s)") {
+			t.Fatalf("fleets %q beside a decoy: rc %d, stdout %q, stderr %q; want 0, /real alone", args, rc, out.String(), errb.String())
+		}
+	}
+
+	squatted := zktest.Start(t)
+	sq, err := zkconn.Dial([]string{squatted.Addr()}, "", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sq.Close()
+	if err := tree.Register(sq, tree.FleetACL{}, "/made-up", tree.AllDatacenters, tree.LayoutV3); err != nil {
+		t.Fatal(err)
 	}
 	out.Reset()
-	if rc := runFleets([]string{"--zk-insecure", zs.Addr()}, &out, &errb); rc != exitFailure || !strings.Contains(out.String(), "OVERLAP") {
-		t.Fatalf("fleets --zk-insecure beside a decoy: rc %d, %q; want 1 and the overlap", rc, out.String())
+	errb.Reset()
+	if rc := runFleets([]string{zs.Addr(), squatted.Addr()}, &out, &errb); rc != exitFailure ||
+		!strings.Contains(errb.String(), "ensemble "+squatted.Addr()+": the ensemble's fleet registry is not protected") || strings.Contains(out.String(), "OVERLAP") {
+		t.Fatalf("fleets over a world-writable registry: rc %d, stdout %q, stderr %q; want 1 naming it, no overlap counted", rc, out.String(), errb.String())
+	}
+	out.Reset()
+	if rc := runFleets([]string{"--zk-insecure", zs.Addr(), squatted.Addr()}, &out, &errb); rc != exitFailure || !strings.Contains(out.String(), "OVERLAP") {
+		t.Fatalf("fleets --zk-insecure over it: rc %d, %q; want 1 and the overlap with /made-up", rc, out.String())
 	}
 }

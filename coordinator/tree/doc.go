@@ -1,13 +1,16 @@
 // Package tree is the fleet's tree in ZooKeeper: the znode layout a fleet
-// lives in and its codecs, the ACL scheme and the verdicts on it, the scan
-// for the fleets of an ensemble, the slot map, and the operator's verbs on
+// lives in and its codecs, the ACL scheme and the verdicts on it, the
+// ensemble's fleet registry, the slot map, and the operator's verbs on
 // the tree (init, repair, recover, secure). snowflakectl works on it
 // through this package alone; the lease (package coordinator) reads and
 // writes the same tree through it, and neither this package nor
 // snowflakectl links the lease (TestDependencyDirection).
 //
-// The znode layout under the root (default /snowflake):
+// The znode layout under the root (default /snowflake), and the fleet
+// registry beside it:
 //
+//	/snowfleet-registry     persistent, the operator's (world r): one node per fleet
+//	  %2Fsnowflake          JSON {root, layout, datacenters}; the root's path escaped
 //	/snowflake              persistent, JSON {layout, epoch_ms, bits, created,
 //	                        datacenters, max_horizon_ms, max_skew_ms, recovery}
 //	/snowflake/leases/      ephemeral sequential (protected) nodes, one a claim:
@@ -35,8 +38,10 @@
 // and their codecs), standby.go (the standby nodes' names and what they
 // hold) and guid.go (the protected nodes' GUIDs), dcset.go (datacenter
 // ranges), acl.go (FleetACL, the operator/worker/world ACL scheme, and what
-// an ACL grants), fleetscan.go (the other fleets' roots in an ensemble,
-// and the overlaps between them), slotmap.go (the read-only slot map for
+// an ACL grants), registry.go (the fleet registry: ReadRegistry, Register,
+// CheckRegistered), fleets.go (a registry's fleets and the overlaps between
+// them), ensembleroot.go (CloseEnsembleRoot: ZooKeeper's / closed to the
+// world's writes), slotmap.go (the read-only slot map for
 // operators), init.go (InitRoot), slotnodes.go (the slot nodes made in
 // batched Multis, and RepairSlots), recover.go (RecoverRoot), secure.go
 // (SecureTree), zktime.go (ZooKeeper's time, which repair and recover

@@ -32,14 +32,6 @@ type InitConfig struct {
 	ACL FleetACL
 	// Owned are the datacenters the fleet owns (never empty).
 	Owned DCSet
-	// ScanLimit bounds the scan for the ensemble's other fleets by a node
-	// count; 0 (the default) means none: the scan is bounded by the
-	// caller's ctx, a time anyone can make nodes for cannot exceed.
-	ScanLimit int
-	// ScanSkip are subtrees the scan does not enter: the operator vouches
-	// that no fleet sits under them (an unreadable subtree not named here
-	// refuses the init: ErrScanUnreadable).
-	ScanSkip []string
 	// MaxHorizon and MaxSkew are the bound the root records on its
 	// workers' Horizon and MaxSkew; workers above it are refused.
 	MaxHorizon, MaxSkew time.Duration
@@ -53,7 +45,7 @@ type InitConfig struct {
 // DefaultInitConfig: root /snowflake owning all 32 datacenters, the
 // default bounds, not a new fleet.
 func DefaultInitConfig() InitConfig {
-	return InitConfig{Root: zklayout.DefaultRoot, Owned: AllDatacenters, ScanLimit: DefaultScanLimit,
+	return InitConfig{Root: zklayout.DefaultRoot, Owned: AllDatacenters,
 		MaxHorizon: DefaultMaxHorizon, MaxSkew: DefaultMaxSkew}
 }
 
@@ -67,8 +59,8 @@ func (c InitConfig) Validate() error {
 		return bad("Root", c.Root, "is not an absolute znode path such as /snowflake (not /, no trailing /)")
 	case c.Owned == 0:
 		return bad("Owned", c.Owned.String(), "is empty: a fleet must own at least one datacenter")
-	case c.ScanLimit < 0:
-		return bad("ScanLimit", c.ScanLimit, "is negative (0: no count bound)")
+	case InRegistry(c.Root):
+		return bad("Root", c.Root, "is the fleet registry's path ("+RegistryPath+") or under it")
 	case c.MaxHorizon <= 0 || c.MaxHorizon > 24*time.Hour:
 		return bad("MaxHorizon", c.MaxHorizon, "is out of range (0, 24h]")
 	case c.MaxSkew <= 0 || c.MaxSkew > 24*time.Hour:
@@ -90,16 +82,20 @@ type InitResult struct {
 	// ReservedUntilMs is the reservation the slot nodes made were given:
 	// the first IDs are above it.
 	ReservedUntilMs int64
-	// Scan is the ensemble as found before making the root.
+	// Registered is true when this call registered the root (a root made
+	// now, or one an init before the registry made).
+	Registered bool
+	// Scan is the ensemble's fleet registry as read before registering.
 	Scan Scan
 }
 
 // InitRoot makes a fleet's root owning cfg.Owned: the root (as
 // LayoutFilling) and its two children in one Multi, then all 1,024 slot
-// nodes, then the final layout, after scanning the ensemble for other
-// fleets and refusing one that overlaps (ErrFleetOverlap) or a subtree it
-// cannot read (ErrScanUnreadable). It is the only
-// maker of a root (snowflakectl init); workers never make one.
+// nodes, then the final layout, once its entry is in the fleet registry:
+// it reads the registry and refuses a fleet there that overlaps
+// (ErrFleetOverlap), registers the root, and reads the registry again, for
+// an init racing it. It is the only maker of a root (snowflakectl init); workers never
+// make one. A root that exists, finished, is registered when it is not.
 //
 // The slot nodes are reserved past anything an earlier incarnation of the
 // root (on an ensemble that lost its data, say) could still issue: to
@@ -148,28 +144,26 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 			return res, fmt.Errorf("init: %w: root %s owns datacenters %s, not %s; ranges are not changed in place", ErrRootExists, root, have, cfg.Owned)
 		}
 		if !info.Filling() {
-			return res, nil
+			return res, register(conn, cfg, info.Layout, &res)
 		}
 		res.Finished = true
+		if err := register(conn, cfg, info.Finished().Layout, &res); err != nil {
+			return res, err
+		}
 		return res, fillRoot(conn, cfg, info, st, &res)
 	case err != nil && !errors.Is(err, zk.ErrNoNode):
 		return res, fmt.Errorf("init: read root %s: %w", root, err)
 	case exists && st.NumChildren > 0:
 		return res, fmt.Errorf("init: %w: root %s has children but no layout JSON: not made by snowfleet", ErrLayoutMismatch, root)
 	}
-	res.Scan, err = ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
-	if err != nil {
-		return res, fmt.Errorf("init: %w", err)
-	}
-	if !cfg.ACL.Insecure() {
-		res.Scan = res.Scan.OnlyTrusted()
-	}
-	if err := CheckScope(root, cfg.Owned, res.Scan); err != nil {
-		return res, fmt.Errorf("init: %w", err)
-	}
 	info := NewRootInfo(LayoutFilling, time.Now())
 	info.Datacenters = cfg.Owned.String()
 	info.MaxHorizonMs, info.MaxSkewMs = cfg.MaxHorizon.Milliseconds(), cfg.MaxSkew.Milliseconds()
+	// Registered before the root is made: a worker never sees a finished
+	// root that is not registered yet.
+	if err := register(conn, cfg, info.Finished().Layout, &res); err != nil {
+		return res, err
+	}
 	parts := strings.Split(strings.Trim(root, "/"), "/")
 	for i := 1; i < len(parts); i++ {
 		if _, err := conn.Create("/"+strings.Join(parts[:i], "/"), nil, 0, cfg.ACL.Root()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
@@ -188,22 +182,38 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	if _, st, err = conn.Get(root); err != nil {
 		return res, fmt.Errorf("init: read root %s after making it: %w", root, err)
 	}
-	if err := fillRoot(conn, cfg, info, st, &res); err != nil {
-		return res, err
-	}
-	// Two inits racing in one ensemble both pass the scan above; the
-	// second look finds the pair (and their workers refuse to start).
-	again, err := ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
+	return res, fillRoot(conn, cfg, info, st, &res)
+}
+
+// register enters the root in the fleet registry unless it is there, after
+// checking the registry for an overlapping fleet; then reads it again: two
+// inits racing in one ensemble both pass the first look, and the second
+// finds the pair (and their workers refuse to start).
+func register(conn *zk.Conn, cfg InitConfig, layout string, res *InitResult) error {
+	root := cfg.Root
+	reg, err := ReadRegistry(conn, cfg.ACL.Insecure())
 	if err != nil {
-		return res, fmt.Errorf("init: made root %s, but the check after: %w", root, err)
+		return fmt.Errorf("init: %w", err)
 	}
-	if !cfg.ACL.Insecure() {
-		again = again.OnlyTrusted()
+	res.Scan = reg
+	if err := CheckScope(root, cfg.Owned, reg); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	if CheckRegistered(root, cfg.Owned, reg) == nil {
+		return nil
+	}
+	if err := Register(conn, cfg.ACL, root, cfg.Owned, layout); err != nil {
+		return fmt.Errorf("init: %w", err)
+	}
+	res.Registered = true
+	again, err := ReadRegistry(conn, cfg.ACL.Insecure())
+	if err != nil {
+		return fmt.Errorf("init: registered root %s, but the check after: %w", root, err)
 	}
 	if err := CheckScope(root, cfg.Owned, again); err != nil {
-		return res, fmt.Errorf("init: made root %s, but another fleet appeared meanwhile: %w", root, err)
+		return fmt.Errorf("init: registered root %s, but another fleet appeared meanwhile: %w", root, err)
 	}
-	return res, nil
+	return nil
 }
 
 // fillRoot makes the missing slot nodes of a filling root whose Stat is st,

@@ -32,7 +32,8 @@ type ACLChange struct {
 
 // SecureTree is snowflakectl secure: it sets the ACL of every node of the
 // fleet's tree (the root, leases/, slots/, standby/, the slot nodes, and
-// the lease and standby nodes that exist) to the scheme's (see FleetACL),
+// the lease and standby nodes that exist), and of the fleet registry and
+// the root's entry in it, to the scheme's (see FleetACL),
 // making standby/ if it is missing. A node whose ACL is the scheme's
 // already is left alone, so a second run changes nothing. The lease and
 // standby nodes get WorkerNodeACL: world read, nobody's write or admin.
@@ -63,13 +64,16 @@ func secureTree(conn *zk.Conn, root string, scheme FleetACL, res *SecureResult) 
 	}
 	// The root first: once it is the operator's, nobody else can add to
 	// it while the rest is done.
-	want := map[string][]zk.ACL{root: scheme.Root()}
-	order := []string{root}
+	// The fleet registry and the root's entry in it too (when there): a
+	// registry made without credentials would otherwise let anyone
+	// register a fleet, or rewrite this one's datacenters.
+	want := map[string][]zk.ACL{root: scheme.Root(), RegistryPath: scheme.Root(), RegistryNode(root): scheme.Root()}
+	order := []string{root, RegistryPath, RegistryNode(root)}
 	for _, p := range []string{zklayout.LeasesPath(root), zklayout.SlotsPath(root), StandbyPath(root)} {
 		want[p] = scheme.For(root, p)
 		order = append(order, p)
 	}
-	if err := setACLs(conn, order[:1], want, res); err != nil {
+	if err := setACLs(conn, order[:3], want, res); err != nil {
 		return err
 	}
 	if _, err := conn.Create(StandbyPath(root), nil, 0, scheme.Parent()); err == nil {
@@ -77,7 +81,7 @@ func secureTree(conn *zk.Conn, root string, scheme FleetACL, res *SecureResult) 
 	} else if !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("secure: create %s: %w", StandbyPath(root), err)
 	}
-	if err := setACLs(conn, order[1:], want, res); err != nil {
+	if err := setACLs(conn, order[3:], want, res); err != nil {
 		return err
 	}
 	own := WorkerNodeACL(!scheme.Insecure())

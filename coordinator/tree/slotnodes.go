@@ -127,15 +127,11 @@ type RepairConfig struct {
 	// of a fleet made with a longer bound may have reserved. For a root
 	// that exists, 0 or the root's own (a bound never changes in place).
 	MaxHorizon, MaxSkew time.Duration
-	// ScanLimit bounds the scans for other fleets around making a root.
-	ScanLimit int
-	// ScanSkip are subtrees those scans do not enter (as InitConfig's).
-	ScanSkip []string
 }
 
 // RepairSlots deliberately re-creates what an operator (or an accident)
-// deleted: the root (owning cfg.Owned, after the same fleet scan as init,
-// before and after), leases/ and slots/ if missing, and each missing slot
+// deleted: the root (owning cfg.Owned, after the same look at the fleet
+// registry as init, before and after, and registered), leases/ and slots/ if missing, and each missing slot
 // node of cfg.Slots with the reservation, so that the next holder issues
 // only timestamps above it. A slot node that exists is never written. It is
 // snowflakectl repair; workers never call it.
@@ -187,14 +183,15 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 			return fmt.Errorf("repair: %w", err)
 		}
 		info.MaxHorizonMs, info.MaxSkewMs = cfg.MaxHorizon.Milliseconds(), cfg.MaxSkew.Milliseconds()
-		scan, err := ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
+		reg, err := ReadRegistry(conn, cfg.ACL.Insecure())
 		if err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
-		if !cfg.ACL.Insecure() {
-			scan = scan.OnlyTrusted()
+		if err := CheckScope(root, cfg.Owned, reg); err != nil {
+			return fmt.Errorf("repair: %w", err)
 		}
-		if err := CheckScope(root, cfg.Owned, scan); err != nil {
+		// Registered before the root is made, as init does.
+		if err := Register(conn, cfg.ACL, root, cfg.Owned, info.Finished().Layout); err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
 	}
@@ -263,12 +260,9 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 	if _, err := conn.Set(root, EncodeRoot(info.Finished()), 0); err != nil {
 		return fmt.Errorf("repair: write layout into root %s: %w", root, err)
 	}
-	again, err := ScanFleets(conn, cfg.ScanLimit, cfg.ScanSkip...)
+	again, err := ReadRegistry(conn, cfg.ACL.Insecure())
 	if err != nil {
 		return fmt.Errorf("repair: made root %s, but the check after: %w", root, err)
-	}
-	if !cfg.ACL.Insecure() {
-		again = again.OnlyTrusted()
 	}
 	if err := CheckScope(root, cfg.Owned, again); err != nil {
 		return fmt.Errorf("repair: made root %s, but another fleet appeared meanwhile: %w", root, err)
