@@ -63,6 +63,9 @@ type claimer struct {
 	// found reserved too far past our clock since then (farFound).
 	waiting string
 	far     int
+	// reach is the root's bound (max horizon + max skew), written into
+	// every slot record so that it survives the root.
+	reach time.Duration
 	// beyondBound is how far past ZooKeeper's time no reservation can be
 	// that a holder, init or recover wrote: the root's bound (max horizon +
 	// max skew) and a second (readSlot).

@@ -100,7 +100,7 @@ func (s *claimer) adoptIfOurs(ctx context.Context, l *wonLease) (rec tree.SlotRe
 // one is made with the root, and a missing one is damage.
 func (s *claimer) writeSlot(ctx context.Context, l *wonLease, rec tree.SlotRecord, version int32) (*zk.Stat, writeResult, error) {
 	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
-	rec.Holder = l.name
+	rec.Holder, rec.BoundMs = l.name, s.reach.Milliseconds()
 	return s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: tree.EncodeSlot(rec), Version: version})
 }
 

@@ -134,7 +134,7 @@ func TestFleetScope(t *testing.T) {
 	w.Stop()
 	// Registered (two inits racing, an operator's mistake) overlapping
 	// ours: new workers of both refuse to start.
-	if err := tree.Register(obs, tree.FleetACL{}, "/rogue", tree.DCSet(1)<<1, tree.LayoutV3); err != nil {
+	if err := tree.Register(obs, tree.FleetACL{}, "/rogue", raw); err != nil {
 		t.Fatal(err)
 	}
 	err, c := runUntilErr(t, cfg)

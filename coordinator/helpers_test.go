@@ -384,11 +384,10 @@ func registerAsIs(t testing.TB, conn *zk.Conn, scheme tree.FleetACL, root string
 	if err != nil || info.Filling() {
 		return
 	}
-	owned, err := info.Owned()
-	if err != nil {
+	if _, err := info.Owned(); err != nil {
 		return
 	}
-	if err := tree.Register(conn, scheme, root, owned, info.Layout); err != nil {
+	if err := tree.Register(conn, scheme, root, info); err != nil {
 		t.Logf("register %s as it is: %v", root, err)
 	}
 }

@@ -95,7 +95,8 @@ func (s *claimer) tryCheckRoot(ctx context.Context) error {
 		return err
 	}
 	s.rollback.reset(st) // the root read afresh starts a new history
-	s.beyondBound = info.MaxHorizon() + info.MaxSkew() + time.Second
+	s.reach = info.Reach()
+	s.beyondBound = s.reach + time.Second
 	return nil
 }
 

@@ -271,7 +271,7 @@ func TestDecoysAndJunkDoNotStopStart(t *testing.T) {
 		if _, err := conn.Create(tree.RegistryNode("/decoy"), []byte(`{"root":"/decoy","datacenters":"0-31"}`), 0, zk.WorldACL(zk.PermAll)); !errors.Is(err, zk.ErrNoAuth) {
 			t.Errorf("%s registered a decoy: %v; want ErrNoAuth", who, err)
 		}
-		if err := tree.Register(conn, tree.FleetACL{}, "/decoy", tree.AllDatacenters, tree.LayoutV3); !errors.Is(err, zk.ErrNoAuth) {
+		if err := tree.Register(conn, tree.FleetACL{}, "/decoy", tree.CurrentRootInfo(time.Now())); !errors.Is(err, zk.ErrNoAuth) {
 			t.Errorf("%s registered a decoy through Register: %v; want ErrNoAuth", who, err)
 		}
 	}

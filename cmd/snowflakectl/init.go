@@ -122,7 +122,7 @@ func runInit(args []string, stdout, stderr io.Writer) int {
 	if !res.Made {
 		fmt.Fprintf(stdout, "root %s on %s exists already, layout %s, owning datacenters %s; left as it is\n", z.root, where, res.Layout, owned)
 		if res.Registered {
-			fmt.Fprintf(stdout, "registered root %s in %s (it was not): its workers serve once they start again\n", z.root, tree.RegistryPath)
+			fmt.Fprintf(stdout, "registered root %s in %s, with its datacenters and bound: its workers serve once they start again\n", z.root, tree.RegistryPath)
 		}
 		return exitOK
 	}

@@ -274,3 +274,55 @@ func TestRecoverCommand(t *testing.T) {
 		}
 	}
 }
+
+// The bound survives the root (#37 item 3): a fleet made with init
+// --max-horizon 60s --max-skew 2s loses its root; repair without
+// --datacenters or a bound takes both from the fleet's registry entry and
+// reserves the slots past now + 62 s, each slot record carrying the bound;
+// a bound given below the registered one is refused (the default 40 s + 1 s
+// reserved the slots below what a holder riding its ceiling may issue:
+// 1,731 duplicates in the review's run).
+func TestRepairTakesTheBoundFromTheRegistry(t *testing.T) {
+	zks := zktest.Start(t)
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var out, errb bytes.Buffer
+	if rc := runInit([]string{"--zk", zks.Addr(), "--zk-root", "/kept", "--datacenters", "6", "--new-fleet",
+		"--max-horizon", "60s", "--max-skew", "2s"}, &out, &errb); rc != exitOK {
+		t.Fatalf("init /kept: %s", errb.String())
+	}
+	var del func(p string)
+	del = func(p string) {
+		kids, _, _ := conn.Children(p)
+		for _, k := range kids {
+			del(p + "/" + k)
+		}
+		if err := conn.Delete(p, -1); err != nil {
+			t.Fatalf("delete %s: %v", p, err)
+		}
+	}
+	del("/kept")
+	args := []string{"--zk", zks.Addr(), "--zk-root", "/kept", "--slot", "all", "--yes"}
+	errb.Reset()
+	if rc := runRepair(append(args, "--max-horizon", "40s", "--max-skew", "1s"), input{}, &out, &errb); rc != exitFailure ||
+		!strings.Contains(errb.String(), "recorded the bound max horizon 1m0s, max skew 2s (its registry entry)") {
+		t.Fatalf("repair with a bound below the registered one: rc %d, %q; want a refusal naming the registered bound", rc, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	made := time.Now()
+	if rc := runRepair(args, input{}, &out, &errb); rc != exitOK || !strings.Contains(out.String(), "max horizon 1m0s, max skew 2s") {
+		t.Fatalf("repair of the lost root: rc %d, %q, %q; want it made with the registered bound", rc, out.String(), errb.String())
+	}
+	m, err := tree.ReadSlotMap(conn, "/kept")
+	if err != nil || m.Owned.String() != "6" {
+		t.Fatalf("the repaired root owns %s (%v); want 6, from the registry", m.Owned, err)
+	}
+	rec := m.Slots[snowflake.SlotAt(0)]
+	if least := made.Add(62 * time.Second).UnixMilli(); rec.ReservedUntilMs < least || rec.BoundMs != 62_000 {
+		t.Fatalf("the repaired slots: reserved until %d, bound %d ms; want at least %d (now + 60s + 2s) and 62000", rec.ReservedUntilMs, rec.BoundMs, least)
+	}
+}

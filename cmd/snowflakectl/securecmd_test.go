@@ -197,7 +197,7 @@ func TestFleetsIgnoresUntrustedRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sq.Close()
-	if err := tree.Register(sq, tree.FleetACL{}, "/made-up", tree.AllDatacenters, tree.LayoutV3); err != nil {
+	if err := tree.Register(sq, tree.FleetACL{}, "/made-up", tree.CurrentRootInfo(time.Now())); err != nil {
 		t.Fatal(err)
 	}
 	out.Reset()

@@ -10,14 +10,15 @@
 // registry beside it:
 //
 //	/snowfleet-registry     persistent, the operator's (world r): one node per fleet
-//	  %2Fsnowflake          JSON {root, layout, datacenters}; the root's path escaped
+//	  %2Fsnowflake          JSON {root, layout, datacenters, max_horizon_ms, max_skew_ms};
+//	                        the root's path escaped
 //	/snowflake              persistent, JSON {layout, epoch_ms, bits, created,
 //	                        datacenters, max_horizon_ms, max_skew_ms, recovery}
 //	/snowflake/leases/      ephemeral sequential (protected) nodes, one a claim:
 //	  _c_<guid>-dc07-m13-0000000042   JSON {addr, http, host, pid, version, since,
 //	                                        kind (worker|embedded), program}
 //	/snowflake/slots/       all 1,024 persistent slot nodes, made with the root:
-//	  dc07-m13              JSON {reserved_until_ms, last_ms, holder, updated_ms}
+//	  dc07-m13              JSON {reserved_until_ms, last_ms, holder, updated_ms, bound_ms}
 //	/snowflake/standby/     made with the root; one ephemeral (protected) node
 //	                        per waiting standby:
 //	  _c_<guid>-dc07-s<session>  JSON {addr, http, host, pid, version, since, kind, program}

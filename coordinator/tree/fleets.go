@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
@@ -33,6 +34,9 @@ type FleetRoot struct {
 	// registry entry does not read.
 	Owned DCSet
 	Err   error
+	// MaxHorizon and MaxSkew are the bound its entry records (0: an entry
+	// of a build before it).
+	MaxHorizon, MaxSkew time.Duration
 	// Untrusted says why its registry entry's ACL is not one an operator
 	// gave it ("" when it is; see Trusted): the world may write it, so its
 	// datacenters are anyone's word. Such an entry is reported

@@ -144,10 +144,10 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 			return res, fmt.Errorf("init: %w: root %s owns datacenters %s, not %s; ranges are not changed in place", ErrRootExists, root, have, cfg.Owned)
 		}
 		if !info.Filling() {
-			return res, register(conn, cfg, info.Layout, &res)
+			return res, register(conn, cfg, info, &res)
 		}
 		res.Finished = true
-		if err := register(conn, cfg, info.Finished().Layout, &res); err != nil {
+		if err := register(conn, cfg, info.Finished(), &res); err != nil {
 			return res, err
 		}
 		return res, fillRoot(conn, cfg, info, st, &res)
@@ -161,7 +161,7 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 	info.MaxHorizonMs, info.MaxSkewMs = cfg.MaxHorizon.Milliseconds(), cfg.MaxSkew.Milliseconds()
 	// Registered before the root is made: a worker never sees a finished
 	// root that is not registered yet.
-	if err := register(conn, cfg, info.Finished().Layout, &res); err != nil {
+	if err := register(conn, cfg, info.Finished(), &res); err != nil {
 		return res, err
 	}
 	parts := strings.Split(strings.Trim(root, "/"), "/")
@@ -189,7 +189,7 @@ func tryInitRoot(conn *zk.Conn, cfg InitConfig) (InitResult, error) {
 // checking the registry for an overlapping fleet; then reads it again: two
 // inits racing in one ensemble both pass the first look, and the second
 // finds the pair (and their workers refuse to start).
-func register(conn *zk.Conn, cfg InitConfig, layout string, res *InitResult) error {
+func register(conn *zk.Conn, cfg InitConfig, info RootInfo, res *InitResult) error {
 	root := cfg.Root
 	reg, err := ReadRegistry(conn, cfg.ACL.Insecure())
 	if err != nil {
@@ -199,10 +199,10 @@ func register(conn *zk.Conn, cfg InitConfig, layout string, res *InitResult) err
 	if err := CheckScope(root, cfg.Owned, reg); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
-	if CheckRegistered(root, cfg.Owned, reg) == nil {
+	if CheckRegistered(root, cfg.Owned, reg) == nil && registeredBound(root, reg) == info.Reach() {
 		return nil
 	}
-	if err := Register(conn, cfg.ACL, root, cfg.Owned, layout); err != nil {
+	if err := Register(conn, cfg.ACL, root, info); err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
 	res.Registered = true
@@ -234,7 +234,7 @@ func fillRoot(conn *zk.Conn, cfg InitConfig, info RootInfo, st *zk.Stat, res *In
 	if _, err := conn.Create(StandbyPath(root), nil, 0, cfg.ACL.Parent()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("init: create %s: %w", StandbyPath(root), err)
 	}
-	if _, err := CreateSlotNodes(conn, root, cfg.ACL.Slot(), nil, SlotRecord{ReservedUntilMs: reserve, UpdatedMs: now}); err != nil {
+	if _, err := CreateSlotNodes(conn, root, cfg.ACL.Slot(), nil, SlotRecord{ReservedUntilMs: reserve, UpdatedMs: now, BoundMs: info.Reach().Milliseconds()}); err != nil {
 		return fmt.Errorf("init: make the slot nodes of root %s: %w", root, err)
 	}
 	final := info.Finished()

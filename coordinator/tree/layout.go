@@ -185,12 +185,13 @@ type slotData struct {
 	LastMs          int64  `json:"last_ms"`
 	Holder          string `json:"holder"`
 	UpdatedMs       int64  `json:"updated_ms"`
+	BoundMs         int64  `json:"bound_ms,omitempty"`
 	ReservedUntil   string `json:"reserved_until,omitempty"`
 	Updated         string `json:"updated,omitempty"`
 }
 
 func EncodeSlot(r SlotRecord) []byte {
-	d := slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs}
+	d := slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs, BoundMs: r.BoundMs}
 	if r.ReservedUntilMs > 0 {
 		d.ReservedUntil = time.UnixMilli(r.ReservedUntilMs).UTC().Format(time.RFC3339Nano)
 	}
@@ -229,7 +230,7 @@ func DecodeSlot(b []byte) (SlotRecord, error) {
 		return SlotRecord{}, fmt.Errorf("%w: reserved_until_ms %d is outside the ID's range %d..%d",
 			ErrNoReservation, *d.Reserved, snowflake.MinUnixMs, snowflake.MaxUnixMs)
 	}
-	return SlotRecord{ReservedUntilMs: *d.Reserved, LastMs: d.LastMs, Holder: d.Holder, UpdatedMs: d.UpdatedMs}, nil
+	return SlotRecord{ReservedUntilMs: *d.Reserved, LastMs: d.LastMs, Holder: d.Holder, UpdatedMs: d.UpdatedMs, BoundMs: d.BoundMs}, nil
 }
 
 func EncodeRoot(r RootInfo) []byte {

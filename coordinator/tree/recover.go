@@ -88,7 +88,7 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 			missing = append(missing, s)
 			continue
 		}
-		raised, rewritten, err := raiseSlot(conn, path.Join(zklayout.SlotsPath(root), s.String()), until, now)
+		raised, rewritten, err := raiseSlot(conn, path.Join(zklayout.SlotsPath(root), s.String()), until, now, info.Reach().Milliseconds())
 		if err != nil {
 			return fmt.Errorf("recover: slot %s: %w", s, err)
 		}
@@ -102,7 +102,7 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 		}
 	}
 	if len(missing) > 0 {
-		if _, err := CreateSlotNodes(conn, root, acl.Slot(), missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
+		if _, err := CreateSlotNodes(conn, root, acl.Slot(), missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now, BoundMs: info.Reach().Milliseconds()}); err != nil {
 			return fmt.Errorf("recover: %w", err)
 		}
 		res.Made = missing
@@ -119,7 +119,7 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 // compare-and-set, reading again when a holder wrote it meanwhile. A node
 // that does not decode is written with a fresh record (its holder, if any,
 // loses the lease as it would on reading it).
-func raiseSlot(conn *zk.Conn, p string, until, now int64) (raised, rewritten bool, err error) {
+func raiseSlot(conn *zk.Conn, p string, until, now, boundMs int64) (raised, rewritten bool, err error) {
 	for attempt := 0; ; attempt++ {
 		data, st, err := conn.Get(p)
 		if err != nil {
@@ -129,7 +129,7 @@ func raiseSlot(conn *zk.Conn, p string, until, now int64) (raised, rewritten boo
 		if derr == nil && rec.ReservedUntilMs >= until {
 			return false, false, nil
 		}
-		next := SlotRecord{ReservedUntilMs: until, UpdatedMs: now}
+		next := SlotRecord{ReservedUntilMs: until, UpdatedMs: now, BoundMs: boundMs}
 		if derr == nil {
 			next.LastMs, next.Holder = rec.LastMs, rec.Holder
 		}

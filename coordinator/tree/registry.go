@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -46,6 +47,10 @@ type registryEntry struct {
 	Root        string `json:"root"`
 	Layout      string `json:"layout"`
 	Datacenters string `json:"datacenters"`
+	// The root's bound, so that it survives the root (repair of a lost
+	// root takes it from here).
+	MaxHorizonMs int64 `json:"max_horizon_ms,omitempty"`
+	MaxSkewMs    int64 `json:"max_skew_ms,omitempty"`
 }
 
 // RegistryNode is the registry node of root: its path escaped into one
@@ -153,18 +158,23 @@ func decodeEntry(name string, data []byte) FleetRoot {
 		f.Err = fmt.Errorf("registry node %q names root %q", name, e.Root)
 	default:
 		f.Layout = e.Layout
+		f.MaxHorizon, f.MaxSkew = time.Duration(e.MaxHorizonMs)*time.Millisecond, time.Duration(e.MaxSkewMs)*time.Millisecond
 		f.Owned, f.Err = ParseDCSet(e.Datacenters)
 	}
 	return f
 }
 
-// Register writes root's registry node, naming the datacenters it owns and
-// its layout, making the registry first when the ensemble has none (with
+// Register writes root's registry node, naming the datacenters it owns,
+// its layout and its bound (info, the root's finished RootInfo), making the registry first when the ensemble has none (with
 // scheme.Root(): the operator's, the world reading). A registry made with
 // an ACL the world may write is ErrRegistryUntrusted; a node already there
 // is rewritten when it names anything else. The overlap check is the
 // caller's (CheckScope on ReadRegistry), before and after.
-func Register(conn *zk.Conn, scheme FleetACL, root string, owned DCSet, layout string) error {
+func Register(conn *zk.Conn, scheme FleetACL, root string, info RootInfo) error {
+	owned, err := info.Owned()
+	if err != nil {
+		return fmt.Errorf("register %s: %w", root, err)
+	}
 	if _, err := conn.Create(RegistryPath, nil, 0, scheme.Root()); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return fmt.Errorf("make the fleet registry %s: %w", RegistryPath, err)
 	}
@@ -178,7 +188,8 @@ func Register(conn *zk.Conn, scheme FleetACL, root string, owned DCSet, layout s
 				ErrRegistryUntrusted, RegistryPath, why, FormatACL(acl), root)
 		}
 	}
-	data, err := json.Marshal(registryEntry{Root: root, Layout: layout, Datacenters: owned.String()})
+	data, err := json.Marshal(registryEntry{Root: root, Layout: info.Layout, Datacenters: owned.String(),
+		MaxHorizonMs: info.MaxHorizon().Milliseconds(), MaxSkewMs: info.MaxSkew().Milliseconds()})
 	if err != nil {
 		return err
 	}
@@ -223,4 +234,15 @@ func CheckRegistered(root string, owned DCSet, reg Scan) error {
 	}
 	return fmt.Errorf("%w: %s has no entry %s (the root was made before the registry, or by hand); run snowflakectl init --zk-root %s --datacenters %s (with the operator identity) to register it",
 		ErrNotRegistered, root, RegistryNode(root), root, owned)
+}
+
+// registeredBound is the bound (max horizon + max skew) root's entry in reg
+// records, 0 when none.
+func registeredBound(root string, reg Scan) time.Duration {
+	for _, f := range reg.Fleets {
+		if f.Root == root {
+			return f.MaxHorizon + f.MaxSkew
+		}
+	}
+	return 0
 }

@@ -25,6 +25,11 @@ type SlotRecord struct {
 	Holder string
 	// UpdatedMs is the holder's clock at its last write.
 	UpdatedMs int64
+	// BoundMs is the root's bound (max horizon + max skew) in force when
+	// the record was written, so that it survives the root: how far past
+	// its writer's clock a reservation may reach. 0: written by a build
+	// before it.
+	BoundMs int64
 	// Version, MtimeMs and Czxid come from the node's Stat, not its JSON:
 	// the version fences writes, the mtime is stamped by the ZooKeeper
 	// leader, the czxid tells the node from one made again in its place.
@@ -35,7 +40,7 @@ type SlotRecord struct {
 
 // MarshalJSON writes the record as it is stored in the slot node.
 func (r SlotRecord) MarshalJSON() ([]byte, error) {
-	return json.Marshal(slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs})
+	return json.Marshal(slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs, BoundMs: r.BoundMs})
 }
 
 // SlotMap is the whole slot map: who holds what, and every slot's timeline.

@@ -170,12 +170,39 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 		if len(cfg.Slots) != snowflake.Slots {
 			return fmt.Errorf("repair: %w: root %s is missing; re-create it with every slot (--slot all)", ErrDamaged, root)
 		}
+		// The registry outlives the root: it says what the root owned and
+		// the bound it recorded, when the operator does not.
+		reg, err := ReadRegistry(conn, cfg.ACL.Insecure())
+		if err != nil {
+			return fmt.Errorf("repair: %w", err)
+		}
+		var entry *FleetRoot
+		for i := range reg.Fleets {
+			if reg.Fleets[i].Root == root && reg.Fleets[i].Err == nil {
+				entry = &reg.Fleets[i]
+			}
+		}
+		if cfg.Owned == 0 && entry != nil {
+			cfg.Owned = entry.Owned
+		}
 		if cfg.Owned == 0 {
-			return fmt.Errorf("repair: %w: root %s is missing; re-making it needs the datacenters it owned (--datacenters RANGES, or all): a root owning others would claim another fleet's slots", ErrDamaged, root)
+			return fmt.Errorf("repair: %w: root %s is missing, and the fleet registry has no entry for it; re-making it needs the datacenters it owned (--datacenters RANGES, or all): a root owning others would claim another fleet's slots", ErrDamaged, root)
+		}
+		if entry != nil && cfg.Owned != entry.Owned {
+			return fmt.Errorf("repair: %w: root %s owned datacenters %s (its registry entry), not %s; ranges are not changed in place", ErrRootExists, root, entry.Owned, cfg.Owned)
 		}
 		info.Datacenters, res.Owned = cfg.Owned.String(), cfg.Owned
+		if entry != nil && entry.MaxHorizon > 0 {
+			if cfg.MaxHorizon == 0 && cfg.MaxSkew == 0 {
+				cfg.MaxHorizon, cfg.MaxSkew = entry.MaxHorizon, entry.MaxSkew
+			}
+			if cfg.MaxHorizon+cfg.MaxSkew < entry.MaxHorizon+entry.MaxSkew {
+				return fmt.Errorf("repair: %w: root %s recorded the bound max horizon %v, max skew %v (its registry entry); --max-horizon %v and --max-skew %v are below it: a holder may have reserved that far past its clock",
+					ErrDamaged, root, entry.MaxHorizon, entry.MaxSkew, cfg.MaxHorizon, cfg.MaxSkew)
+			}
+		}
 		if cfg.MaxHorizon <= 0 || cfg.MaxSkew <= 0 {
-			return fmt.Errorf("repair: %w: root %s is missing; re-making it needs the bound it recorded (--max-horizon and --max-skew, as given to init: %v and %v by default): the slots are reserved that far past now, and a default below the fleet's would let a successor repeat a holder's IDs",
+			return fmt.Errorf("repair: %w: root %s is missing, and its registry entry records no bound; re-making it needs the bound it recorded (--max-horizon and --max-skew, as given to init: %v and %v by default): the slots are reserved that far past now, and a default below the fleet's would let a successor repeat a holder's IDs",
 				ErrDamaged, root, DefaultMaxHorizon, DefaultMaxSkew)
 		}
 		ic := InitConfig{Root: root, Owned: cfg.Owned, MaxHorizon: cfg.MaxHorizon, MaxSkew: cfg.MaxSkew}
@@ -183,15 +210,11 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 			return fmt.Errorf("repair: %w", err)
 		}
 		info.MaxHorizonMs, info.MaxSkewMs = cfg.MaxHorizon.Milliseconds(), cfg.MaxSkew.Milliseconds()
-		reg, err := ReadRegistry(conn, cfg.ACL.Insecure())
-		if err != nil {
-			return fmt.Errorf("repair: %w", err)
-		}
 		if err := CheckScope(root, cfg.Owned, reg); err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
 		// Registered before the root is made, as init does.
-		if err := Register(conn, cfg.ACL, root, cfg.Owned, info.Finished().Layout); err != nil {
+		if err := Register(conn, cfg.ACL, root, info.Finished()); err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
 	}
@@ -249,7 +272,7 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 		}
 	}
 	if len(missing) > 0 {
-		if _, err := CreateSlotNodes(conn, root, cfg.ACL.Slot(), missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now}); err != nil {
+		if _, err := CreateSlotNodes(conn, root, cfg.ACL.Slot(), missing, SlotRecord{ReservedUntilMs: until, UpdatedMs: now, BoundMs: info.Reach().Milliseconds()}); err != nil {
 			return fmt.Errorf("repair: %w", err)
 		}
 		res.Made = missing
