@@ -18,7 +18,11 @@
 #        deploy/build-images.sh clean   (remove them, the base and the cache)
 # Env: ZK_IMAGE (an image you already have, e.g. zookeeper:3.8, is left alone;
 #      likewise PROMETHEUS_IMAGE, e.g. prom/prometheus),
-#      SNOWFLEET_CACHE, DEBIAN_MIRROR, DEBIAN_SUITE, REBUILD_BASE=1.
+#      SNOWFLEET_CACHE, DEBIAN_MIRROR, DEBIAN_SUITE, DEBIAN_KEYRING (default
+#      Debian's archive keyring; debootstrap checks every signature with it,
+#      and the build refuses to run without it), BASE_MAX_AGE_DAYS (7: an
+#      older base is rebuilt, for the archive's security updates),
+#      REBUILD_BASE=1 (rebuild it now).
 set -euo pipefail
 # shellcheck source=deploy/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -92,9 +96,13 @@ make_rootfs() { # tarball
 			{ apt-get update >/dev/null && apt-get install -y debootstrap >/dev/null; } ||
 			die "cannot install debootstrap (apt-get install -y debootstrap)"
 	fi
+	# Without the keyring debootstrap only warns and goes on unchecked.
+	[[ -s $DEBIAN_KEYRING ]] ||
+		die "the archive keyring $DEBIAN_KEYRING is missing: debootstrap would not check the archive's signatures (apt-get install -y debian-archive-keyring, or DEBIAN_KEYRING=<the keyring of your mirror's archive>)"
 	root=$(mktemp -d "$SNOWFLEET_CACHE/rootfs.XXXXXX")
-	log "debootstrap $DEBIAN_SUITE into $root (about a minute)"
-	debootstrap --variant=minbase --include=openjdk-17-jre-headless,libzookeeper-java \
+	log "debootstrap $DEBIAN_SUITE into $root (about a minute; signatures checked with $DEBIAN_KEYRING)"
+	debootstrap --variant=minbase --force-check-gpg --keyring="$DEBIAN_KEYRING" \
+		--include=openjdk-17-jre-headless,libzookeeper-java \
 		"$DEBIAN_SUITE" "$root" "$DEBIAN_MIRROR" >"$SNOWFLEET_CACHE/debootstrap.log" 2>&1 ||
 		{ tail -20 "$SNOWFLEET_CACHE/debootstrap.log" >&2; rm -rf "$root"; die "debootstrap failed (log: $SNOWFLEET_CACHE/debootstrap.log)"; }
 	# What a server never reads.
@@ -107,16 +115,33 @@ make_rootfs() { # tarball
 	log "rootfs cached in $tarball ($(du -h "$tarball" | cut -f1))"
 }
 
+# base_age_days is how many whole days ago the base image was made.
+base_age_days() {
+	local created
+	created=$(docker image inspect -f '{{.Created}}' "$ZK_BASE_IMAGE")
+	echo $((($(date +%s) - $(date -d "$created" +%s)) / 86400))
+}
+
 # ensure_base makes the debootstrapped base image the ZooKeeper and
-# Prometheus images build on, once.
+# Prometheus images build on, once, and again once it is older than
+# BASE_MAX_AGE_DAYS.
 ensure_base() {
 	local tarball="$SNOWFLEET_CACHE/zookeeper-rootfs-$DEBIAN_SUITE.tar"
 	if [[ ${REBUILD_BASE:-} == 1 ]]; then
 		rm -f "$tarball"
 		docker image rm "$ZK_BASE_IMAGE" >/dev/null 2>&1 || true
 	fi
+	local age
 	if image_exists "$ZK_BASE_IMAGE"; then
-		log "base $ZK_BASE_IMAGE exists: no debootstrap"
+		age=$(base_age_days)
+		if ((age > BASE_MAX_AGE_DAYS)); then
+			log "base $ZK_BASE_IMAGE is $age days old (over BASE_MAX_AGE_DAYS=$BASE_MAX_AGE_DAYS): rebuilding it for Debian's security updates"
+			rm -f "$tarball"
+			docker image rm "$ZK_BASE_IMAGE" >/dev/null 2>&1 || true
+		fi
+	fi
+	if image_exists "$ZK_BASE_IMAGE"; then
+		log "base $ZK_BASE_IMAGE exists, made $age day(s) ago (rebuilt past $BASE_MAX_AGE_DAYS): no debootstrap"
 	else
 		mkdir -p "$SNOWFLEET_CACHE"
 		[[ -f $tarball ]] || make_rootfs "$tarball"

@@ -15,6 +15,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   redis-tools    redis-cli and redis-benchmark, the real clients of the RESP tests
 #   redis-server   Redis itself, the baseline of make bench-server
 #   debootstrap    the ZooKeeper image the integration suite builds (make up too)
+#   debian-archive-keyring  the keys debootstrap checks the archive's signatures with
+#                  (deploy/build-images.sh refuses to debootstrap without them)
 #   haproxy, python3-redis, node-redis
 #                  the L4 balancer and the client libraries, not ours, that
 #                  integration/clients draws IDs with
@@ -25,7 +27,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   curl, python3-requests
 #                  IDs over HTTP (--http-ids): worker/ and integration/clients
 #                  test with curl, and run the cookbook's requests snippet
-packages=(redis-server redis-tools debootstrap haproxy python3-redis node-redis spin gcc prometheus chromium curl python3-requests)
+packages=(redis-server redis-tools debootstrap debian-archive-keyring haproxy python3-redis node-redis spin gcc prometheus chromium curl python3-requests)
 [[ ${SNOWFLEET_SKIP_ZK:-} == 1 ]] || packages=(zookeeper "${packages[@]}")
 
 if [[ ${CI:-} == true ]]; then

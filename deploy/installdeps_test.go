@@ -14,17 +14,18 @@ import (
 // needed are the Debian packages the tests and the chaos suite use, and
 // what for. A package leaves this list only with the last test using it.
 var needed = map[string]string{
-	"zookeeper":     "the server integration/zktest starts for every ZooKeeper test",
-	"redis-tools":   "redis-cli and redis-benchmark, real clients of the RESP tests and make bench-server",
-	"redis-server":  "the Redis baseline of make bench-server",
-	"debootstrap":   "the ZooKeeper and Prometheus images the chaos suite and make up build offline",
-	"haproxy":       "the L4 balancer integration/clients draws IDs through",
-	"python3-redis": "redis-py, a real client of worker/auth_test.go and integration/clients",
-	"node-redis":    "node-redis, likewise (NODE_PATH=/usr/share/nodejs)",
-	"spin":          "make model: Spin checks coordinator/model",
-	"gcc":           "make model: builds Spin's verifier",
-	"prometheus":    "promtool (make rules) and the binary the suite's Prometheus image copies",
-	"chromium":      "headless, renders /slots in TestSlotsPage",
+	"zookeeper":              "the server integration/zktest starts for every ZooKeeper test",
+	"redis-tools":            "redis-cli and redis-benchmark, real clients of the RESP tests and make bench-server",
+	"redis-server":           "the Redis baseline of make bench-server",
+	"debootstrap":            "the ZooKeeper and Prometheus images the chaos suite and make up build offline",
+	"debian-archive-keyring": "the keys debootstrap checks the archive with (build-images.sh refuses to run it without them)",
+	"haproxy":                "the L4 balancer integration/clients draws IDs through",
+	"python3-redis":          "redis-py, a real client of worker/auth_test.go and integration/clients",
+	"node-redis":             "node-redis, likewise (NODE_PATH=/usr/share/nodejs)",
+	"spin":                   "make model: Spin checks coordinator/model",
+	"gcc":                    "make model: builds Spin's verifier",
+	"prometheus":             "promtool (make rules) and the binary the suite's Prometheus image copies",
+	"chromium":               "headless, renders /slots in TestSlotsPage",
 }
 
 // TestInstallDepsKeepsWhatTestsNeed fails when install-deps.sh stops

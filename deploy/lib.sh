@@ -15,6 +15,12 @@ ZK_BASE_IMAGE=${ZK_BASE_IMAGE:-snowfleet/zookeeper-base:bookworm}
 PROMETHEUS_IMAGE=${PROMETHEUS_IMAGE:-snowfleet/prometheus:latest}
 DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The keys debootstrap checks every archive's signature with (forced: a
+# mirror given without a keyring must not be trusted on the word of HTTP).
+DEBIAN_KEYRING=${DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
+# The debootstrapped base is rebuilt once older than this many days, so the
+# JRE and ZooKeeper in the images get Debian's security updates.
+BASE_MAX_AGE_DAYS=${BASE_MAX_AGE_DAYS:-7}
 export WORKER_IMAGE CHAOS_IMAGE MUTANT_IMAGE ZK_IMAGE PROMETHEUS_IMAGE
 
 # The legacy builder needs no registry for FROM scratch or a local base; the
