@@ -27,7 +27,10 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 			"have reserved. A root made again needs the datacenters it owned\n"+
 			"(--datacenters, or all) and the bound it recorded (--max-horizon and\n"+
 			"--max-skew, as given to init), and is checked against the ensemble's\n"+
-			"other fleets as init does. A node that exists is never written. Asks for confirmation;\n"+
+			"other fleets as init does. A node that exists is never written, unless\n"+
+			"--reset and it is damaged: it holds no slot record, or a reservation past\n"+
+			"ZooKeeper's time of its last write plus the root's bound (no holder wrote it;\n"+
+			"workers avoid the slot): then it is rewritten with the reservation. Asks for confirmation;\n"+
 			"--yes skips it, and without a terminal --yes is required.")
 	var z zkFlags
 	z.register(fs)
@@ -41,6 +44,7 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	dcs := fs.String("datacenters", "", "the datacenter `ranges` a root made again owns, such as 0-3,8, or all (required when the root is missing)")
 	maxHorizon := fs.Duration("max-horizon", 0, "the bound on its workers' --horizon a root made again records, as given to init (required when the root is missing; else the root's own)")
 	maxSkew := fs.Duration("max-skew", 0, "the bound on its workers' --max-skew a root made again records, as given to init (required when the root is missing; else the root's own)")
+	reset := fs.Bool("reset", false, "also rewrite each named slot node that exists but is damaged (no slot record, or a forged reservation past ZooKeeper's time of its write + the root's bound) with the reservation; a valid node is never written")
 	yes := fs.Bool("yes", false, "do not ask for confirmation (for scripts)")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and repairing")
 	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
@@ -110,9 +114,13 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	}
 	// As recover: the question says what repair will do, and stdout then
 	// says only what it did.
+	existing := "leave existing nodes as they are"
+	if *reset {
+		existing = "rewrite existing nodes that are damaged (no slot record, or a forged reservation) with the same, and leave valid ones as they are"
+	}
 	if !*yes && !in.confirm(stdout, stderr, "repair", fmt.Sprintf(
-		"repair %s under %s on %s will make the missing nodes with reserved_until %s and leave existing nodes as they are. IDs of a re-created slot start above that time.",
-		what, z.root, strings.Join(servers, ","), when)) {
+		"repair %s under %s on %s will make the missing nodes with reserved_until %s and %s. IDs of a re-created slot start above that time.",
+		what, z.root, strings.Join(servers, ","), when, existing)) {
 		return exitFailure
 	}
 	if !given {
@@ -122,7 +130,7 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		}
 	}
 	res, err := tree.RepairSlots(ctx, conn, tree.RepairConfig{Root: z.root, ACL: scheme,
-		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, MaxHorizon: *maxHorizon, MaxSkew: *maxSkew})
+		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, MaxHorizon: *maxHorizon, MaxSkew: *maxSkew, Reset: *reset})
 	until = res.ReservedUntilMs
 	for _, p := range res.MadeTree {
 		fmt.Fprintf(stdout, "made %s\n", p)
@@ -132,6 +140,9 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 	}
 	for _, s := range res.Made {
 		fmt.Fprintf(stdout, "made %s reserved until %s\n", s, time.UnixMilli(until).UTC().Format(msTime))
+	}
+	for _, s := range res.Reset {
+		fmt.Fprintf(stdout, "reset damaged %s: reserved until %s\n", s, time.UnixMilli(until).UTC().Format(msTime))
 	}
 	if n := len(res.Existing); n > 0 && n <= 8 {
 		for _, s := range res.Existing {

@@ -326,3 +326,56 @@ func TestRepairTakesTheBoundFromTheRegistry(t *testing.T) {
 		t.Fatalf("the repaired slots: reserved until %d, bound %d ms; want at least %d (now + 60s + 2s) and 62000", rec.ReservedUntilMs, rec.BoundMs, least)
 	}
 }
+
+// A reservation nobody could have written (#37 item 5): a slot node set to
+// reserve its slot until 2080 is shown damaged (the slot map, hence slots
+// and /slots), and repair --reset rewrites it to now + the root's bound,
+// after the question, while a valid node named with it is left alone;
+// repair without --reset writes neither.
+func TestRepairResetsAForgedReservation(t *testing.T) {
+	zks := zktest.Start(t)
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var out, errb bytes.Buffer
+	if rc := runInit([]string{"--zk", zks.Addr(), "--zk-root", "/forged", "--datacenters", "1", "--new-fleet"}, &out, &errb); rc != exitOK {
+		t.Fatalf("init: %s", errb.String())
+	}
+	forged, valid := snowflake.Slot{Datacenter: 1, Machine: 2}, snowflake.Slot{Datacenter: 1, Machine: 3}
+	p := zklayout.SlotPath("/forged", forged)
+	if _, err := conn.Set(p, tree.EncodeSlot(tree.SlotRecord{ReservedUntilMs: snowflake.MaxUnixMs, UpdatedMs: time.Now().UnixMilli()}), -1); err != nil {
+		t.Fatal(err)
+	}
+	m, err := tree.ReadSlotMap(conn, "/forged")
+	if err != nil || !strings.Contains(m.Damaged[forged], "no holder wrote it") || !strings.Contains(m.Damaged[forged], "--reset") {
+		t.Fatalf("slot map: damaged %q (%v); want %s shown forged, naming repair --reset", m.Damaged[forged], err, forged)
+	}
+	validBefore := m.Slots[valid]
+	args := []string{"--zk", zks.Addr(), "--zk-root", "/forged", "--slot", forged.String() + "," + valid.String()}
+	out.Reset()
+	if rc := runRepair(append(args, "--yes"), input{}, &out, &errb); rc != exitOK || strings.Contains(out.String(), "reset") {
+		t.Fatalf("repair without --reset: rc %d, %q; want both left", rc, out.String())
+	}
+	if rc := runRepair(append(args, "--reset"), input{r: strings.NewReader("n\n"), terminal: true}, &out, &errb); rc != exitFailure {
+		t.Fatalf("repair --reset answered no: rc %d", rc)
+	}
+	out.Reset()
+	made := time.Now()
+	if rc := runRepair(append(args, "--reset", "--yes"), input{}, &out, &errb); rc != exitOK ||
+		!strings.Contains(out.String(), "reset damaged "+forged.String()) || !strings.Contains(out.String(), valid.String()+" exists; left as it is") {
+		t.Fatalf("repair --reset: rc %d, %q, %q; want %s reset and %s left", rc, out.String(), errb.String(), forged, valid)
+	}
+	m, err = tree.ReadSlotMap(conn, "/forged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, ok := m.Slots[forged]
+	if _, bad := m.Damaged[forged]; bad || !ok || rec.ReservedUntilMs < made.Add(41*time.Second).UnixMilli() || rec.ReservedUntilMs > time.Now().Add(50*time.Second).UnixMilli() {
+		t.Fatalf("after the reset: %+v (damaged %v); want a valid record reserved now + 41 s", rec, m.Damaged[forged])
+	}
+	if m.Slots[valid].Version != validBefore.Version {
+		t.Fatalf("the valid node %s was written (version %d, was %d)", valid, m.Slots[valid].Version, validBefore.Version)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
@@ -43,6 +44,16 @@ func (r SlotRecord) MarshalJSON() ([]byte, error) {
 	return json.Marshal(slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs, BoundMs: r.BoundMs})
 }
 
+// Forged reports a record reserved past ZooKeeper's time of its last
+// write (MtimeMs) plus reach (the root's bound) and a second for skew: no
+// holder can have written it (a holder reserves at most the bound past
+// its clock, which is within the skew bound of ZooKeeper's), so anyone
+// who can write slot nodes did, and adopting it as a floor would freeze
+// the slot until then.
+func Forged(r SlotRecord, reach time.Duration) bool {
+	return r.MtimeMs > 0 && r.ReservedUntilMs > r.MtimeMs+(reach+time.Second).Milliseconds()
+}
+
 // SlotMap is the whole slot map: who holds what, and every slot's timeline.
 type SlotMap struct {
 	// Leases are the holding lease nodes (the lowest sequence of each slot),
@@ -53,8 +64,10 @@ type SlotMap struct {
 	// is damage.
 	Slots map[snowflake.Slot]SlotRecord
 	// Damaged are the slot nodes that hold no slot record (overwritten by
-	// hand?), with why: workers avoid those slots until an operator writes
-	// a valid record. One such node does not hide the rest of the map.
+	// hand?), or a forged one (Forged: reserved past ZooKeeper's time of
+	// its write plus the root's bound), with why: workers avoid those slots
+	// until an operator writes a valid record (snowflakectl repair
+	// --reset). One such node does not hide the rest of the map.
 	Damaged map[snowflake.Slot]string
 	// Owned are the datacenters the root owns (all 32 for a v1 or v2
 	// root, or when the root is missing): free slots are counted in them.
@@ -91,11 +104,13 @@ func ReadSlotMap(conn *zk.Conn, root string) (SlotMap, error) {
 		return SlotMap{}, err
 	}
 	m := SlotMap{Leases: leases, Slots: make(map[snowflake.Slot]SlotRecord, len(names)), Damaged: map[snowflake.Slot]string{}, Owned: AllDatacenters, Standbys: standbys}
+	reach := DefaultMaxHorizon + DefaultMaxSkew
 	if data, _, err := conn.Get(root); err == nil && len(data) > 0 {
 		info, err := decodeRootJSON(root, data)
 		if err != nil {
 			return SlotMap{}, err
 		}
+		reach = info.Reach()
 		if m.Owned, err = info.Owned(); err != nil {
 			return SlotMap{}, fmt.Errorf("root %s: %w", root, err)
 		}
@@ -124,7 +139,12 @@ func ReadSlotMap(conn *zk.Conn, root string) (SlotMap, error) {
 		}
 		rec.Version, rec.MtimeMs, rec.Czxid = st.Version, st.Mtime, st.Czxid
 		mu.Lock()
-		m.Slots[s] = rec
+		if Forged(rec, reach) {
+			m.Damaged[s] = fmt.Sprintf("reserved until %s, past ZooKeeper's time of its last write (%s) plus the root's bound (%v) and a second: no holder wrote it (snowflakectl repair --slot %s --reset)",
+				time.UnixMilli(rec.ReservedUntilMs).UTC().Format(time.RFC3339), time.UnixMilli(rec.MtimeMs).UTC().Format(time.RFC3339), reach, s)
+		} else {
+			m.Slots[s] = rec
+		}
 		mu.Unlock()
 		return nil
 	})

@@ -82,8 +82,8 @@ func slotNames(conn *zk.Conn, root string) (map[string]bool, error) {
 // RepairResult is what RepairSlots did for each slot it was asked about.
 type RepairResult struct {
 	// Made are the slot nodes it re-created, Existing those it found and
-	// left as they were.
-	Made, Existing []snowflake.Slot
+	// left as they were, Reset the damaged ones it rewrote (Reset).
+	Made, Existing, Reset []snowflake.Slot
 	// MadeTree names the nodes of the tree it re-created (the root,
 	// leases/, slots/).
 	MadeTree []string
@@ -127,6 +127,11 @@ type RepairConfig struct {
 	// of a fleet made with a longer bound may have reserved. For a root
 	// that exists, 0 or the root's own (a bound never changes in place).
 	MaxHorizon, MaxSkew time.Duration
+	// Reset rewrites, by compare-and-set, each node of Slots that exists
+	// but is damaged (it holds no slot record, or a Forged one) with the
+	// reservation. A valid node is never written: repair never lowers a
+	// reservation a holder may have confirmed.
+	Reset bool
 }
 
 // RepairSlots deliberately re-creates what an operator (or an accident)
@@ -265,10 +270,21 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 	}
 	var missing []snowflake.Slot
 	for _, s := range cfg.Slots {
-		if have[s.String()] {
-			res.Existing = append(res.Existing, s)
-		} else {
+		switch {
+		case !have[s.String()]:
 			missing = append(missing, s)
+		case cfg.Reset:
+			reset, err := resetDamaged(conn, zklayout.SlotPath(root, s), info.Reach(), SlotRecord{ReservedUntilMs: until, UpdatedMs: now, BoundMs: info.Reach().Milliseconds()})
+			if err != nil {
+				return fmt.Errorf("repair: %w", err)
+			}
+			if reset {
+				res.Reset = append(res.Reset, s)
+			} else {
+				res.Existing = append(res.Existing, s)
+			}
+		default:
+			res.Existing = append(res.Existing, s)
 		}
 	}
 	if len(missing) > 0 {
@@ -291,4 +307,23 @@ func repair(conn *zk.Conn, cfg RepairConfig, res *RepairResult) error {
 		return fmt.Errorf("repair: made root %s, but another fleet appeared meanwhile: %w", root, err)
 	}
 	return nil
+}
+
+// resetDamaged writes rec into the slot node at p, by compare-and-set, when
+// it holds no slot record or a Forged one (reach: the root's bound);
+// reset is false for a valid node, which is left alone.
+func resetDamaged(conn *zk.Conn, p string, reach time.Duration, rec SlotRecord) (reset bool, err error) {
+	data, st, err := conn.Get(p)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", p, err)
+	}
+	have, derr := DecodeSlot(data)
+	have.MtimeMs = st.Mtime
+	if derr == nil && !Forged(have, reach) {
+		return false, nil
+	}
+	if _, err := conn.Set(p, EncodeSlot(rec), st.Version); err != nil {
+		return false, fmt.Errorf("reset %s: %w", p, err)
+	}
+	return true, nil
 }
