@@ -36,6 +36,7 @@ func commands() map[string]command {
 		"encode": {summary: "build an ID from its fields", run: runEncode},
 		"decode": {summary: "split IDs into their fields", run: runDecode},
 		"range":  {summary: "the smallest and largest ID of a time window (offline)", run: runRange},
+		"audit":  {summary: "check a table's IDs (a file or stdin): issued twice, outside the fleet's datacenters, impossible; exit 1 on any", run: runAudit},
 		"slots":  {summary: "show the live slot map from ZooKeeper", run: runSlots},
 		"init":   {summary: "make a fleet's root owning --datacenters ranges (refused when another fleet owns one)", run: runInit},
 		"fleets": {summary: "list every fleet of the ensembles given; exit 1 on an overlap (the region check)", run: runFleets},

@@ -108,8 +108,10 @@ func TestSlotsPage(t *testing.T) {
 	if _, ok := held[cooling.String()]; ok {
 		cooling.Machine = 30
 	}
+	// Within the root's bound (41 s) past now: a reservation further out
+	// is one no holder could have written, shown damaged (tree.Forged).
 	rec := fmt.Sprintf(`{"reserved_until_ms":%d,"last_ms":%d,"holder":"_c_gone-%s-0000000009","updated_ms":%d}`,
-		time.Now().Add(time.Hour).UnixMilli(), time.Now().UnixMilli(), cooling, time.Now().UnixMilli())
+		time.Now().Add(35*time.Second).UnixMilli(), time.Now().UnixMilli(), cooling, time.Now().UnixMilli())
 	if _, err := conn.Set(zklayout.SlotPath(root, cooling), []byte(rec), -1); err != nil {
 		t.Fatalf("set %s: %v", cooling, err)
 	}
