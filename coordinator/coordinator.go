@@ -11,6 +11,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -303,3 +304,9 @@ func abs(x int64) int64 {
 	}
 	return x
 }
+
+// Datacenter is the datacenter the coordinator is pinned to, -1 for any.
+func (c *Coordinator) Datacenter() int { return c.cfg.Datacenter }
+
+// Root is the fleet's root znode.
+func (c *Coordinator) Root() string { return c.cfg.Root }

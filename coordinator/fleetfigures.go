@@ -24,6 +24,9 @@ type fleetFigures struct {
 	pin  *prometheus.Desc
 }
 
+// slotsPerDatacenter is how many slots one datacenter has (its machines).
+const slotsPerDatacenter = snowflake.MaxMachine + 1
+
 func newFleetFigures(c *Coordinator) *fleetFigures {
 	return &fleetFigures{c: c,
 		held: prometheus.NewDesc("snowflake_coordinator_held_slot_info",
@@ -59,7 +62,7 @@ func (f *fleetFigures) Collect(ch chan<- prometheus.Metric) {
 	owned := tree.DCSet(f.c.owned.Load())
 	for dc := range snowflake.MaxDatacenter + 1 {
 		if owned.Has(dc) {
-			ch <- prometheus.MustNewConstMetric(f.dcs, prometheus.GaugeValue, SlotsPerDatacenter, root, strconv.Itoa(dc))
+			ch <- prometheus.MustNewConstMetric(f.dcs, prometheus.GaugeValue, slotsPerDatacenter, root, strconv.Itoa(dc))
 		}
 	}
 }

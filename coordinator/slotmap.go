@@ -9,15 +9,11 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
-	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // ErrNoSession: the coordinator is not running (Run has not started, or
 // has returned), so the slot map is not read.
 var ErrNoSession = errors.New("coordinator has no ZooKeeper session (not running)")
-
-// SlotsPerDatacenter is how many slots one datacenter has (its machines).
-const SlotsPerDatacenter = snowflake.MaxMachine + 1
 
 // ReadSlotMap reads the whole slot map, on a session of its own
 // (mapSession), never the lease's, while Run runs. go-zookeeper has no call
@@ -41,9 +37,3 @@ func (c *Coordinator) ReadSlotMap(ctx context.Context) (tree.SlotMap, error) {
 	}
 	return m, err
 }
-
-// Datacenter is the datacenter the coordinator is pinned to, -1 for any.
-func (c *Coordinator) Datacenter() int { return c.cfg.Datacenter }
-
-// Root is the fleet's root znode.
-func (c *Coordinator) Root() string { return c.cfg.Root }

@@ -49,19 +49,16 @@ type auth struct {
 	digests atomic.Pointer[[][sha256.Size]byte]
 	// none is what conn.pass points to for a connection that connected
 	// while no password was set: in no set of passwords.
-	none [sha256.Size]byte
-	// kinds are the commands an unauthenticated connection may send.
-	authCmd, helloCmd, quitCmd cmdKind
-	failures                   prometheus.Counter
+	none     [sha256.Size]byte
+	failures prometheus.Counter
 	// lockouts counts connections closed after MaxWrongPasswords.
 	lockouts prometheus.Counter
 	// revoked counts connections closed by a rotation (SetPasswords).
 	revoked prometheus.Counter
 }
 
-func newAuth(reg prometheus.Registerer, cmds commandTable) (*auth, error) {
+func newAuth(reg prometheus.Registerer) (*auth, error) {
 	a := &auth{
-		authCmd: cmds.lookup([]byte("auth")), helloCmd: cmds.lookup([]byte("hello")), quitCmd: cmds.lookup([]byte("quit")),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_worker_auth_failures_total",
 			Help: "AUTH and HELLO AUTH attempts refused with WRONGPASS (a wrong password, or a user other than default), and wrong bearer passwords on IDs over HTTP (401).",
@@ -201,7 +198,7 @@ func (c *conn) gate(k cmdKind) bool {
 		c.authed = true // until a password is set, a connection needs none
 		return false
 	}
-	if k == a.authCmd || k == a.helloCmd || k == a.quitCmd {
+	if c.s.cmds[k].noAuth {
 		return false
 	}
 	c.wbuf = resp.AppendError(c.wbuf, replyNoAuth)

@@ -20,6 +20,10 @@ type command struct {
 	flag string
 	// quit closes the connection once the reply is written.
 	quit bool
+	// noAuth lets a connection that has not authenticated send it (AUTH,
+	// HELLO with its AUTH option, QUIT), as Redis does; every other
+	// command is answered -NOAUTH while a password is required.
+	noAuth bool
 	// run executes a request whose arity was checked (args[0] is the name)
 	// and appends its reply.
 	run func(c *conn, args [][]byte) result
@@ -41,15 +45,15 @@ func newCommands() commandTable {
 		{name: "decode", arity: 2, flag: "readonly", run: (*conn).decode},
 		{name: "idrange", arity: -3, flag: "readonly", run: (*conn).idRange},
 		{name: "info", arity: -1, flag: "readonly", run: (*conn).info},
-		{name: "quit", arity: -1, flag: "fast", quit: true, run: (*conn).quit},
+		{name: "quit", arity: -1, flag: "fast", quit: true, noAuth: true, run: (*conn).quit},
 		// The rest lets redis-cli, redis-benchmark and client libraries
 		// connect and introspect as they do with Redis (compat.go).
-		{name: "hello", arity: -1, flag: "fast", run: (*conn).hello},
+		{name: "hello", arity: -1, flag: "fast", noAuth: true, run: (*conn).hello},
 		{name: "command", arity: -1, flag: "fast", run: (*conn).command},
 		{name: "client", arity: -2, flag: "fast", run: (*conn).client},
 		{name: "select", arity: 2, flag: "fast", run: (*conn).selectDB},
 		{name: "config", arity: -2, flag: "fast", run: (*conn).config},
-		{name: "auth", arity: -2, flag: "fast", run: (*conn).auth},
+		{name: "auth", arity: -2, flag: "fast", noAuth: true, run: (*conn).auth},
 		{name: "echo", arity: 2, flag: "fast", run: (*conn).echo},
 	}
 }

@@ -93,7 +93,7 @@ func New(cfg Config, lease IDSource, log hclog.Logger, reg prometheus.Registerer
 			return nil, fmt.Errorf("new worker: register slot info: %w", err)
 		}
 	}
-	a, err := newAuth(reg, cmds)
+	a, err := newAuth(reg)
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}
