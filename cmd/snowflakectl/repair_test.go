@@ -182,16 +182,8 @@ func itoa64(v int64) string { return strconv.FormatInt(v, 10) }
 // A deleted root is made again only with the datacenters it owned, and
 // only where no other fleet of the ensemble owns one of them.
 func TestRepairDeletedRootKeepsScope(t *testing.T) {
-	zks := zktest.Start(t)
-	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	zks, conn := initFleetFor(t, "/other", "--datacenters", "5")
 	var out, errb bytes.Buffer
-	if rc := runInit([]string{"--zk", zks.Addr(), "--zk-root", "/other", "--datacenters", "5", "--new-fleet"}, &out, &errb); rc != exitOK {
-		t.Fatalf("init /other: %s", errb.String())
-	}
 	args := []string{"--zk", zks.Addr(), "--zk-root", "/gone", "--slot", "all", "--yes"}
 	errb.Reset()
 	if rc := runRepair(args, input{}, &out, &errb); rc != exitFailure || !strings.Contains(errb.String(), "--datacenters") {
@@ -283,17 +275,8 @@ func TestRecoverCommand(t *testing.T) {
 // reserved the slots below what a holder riding its ceiling may issue:
 // 1,731 duplicates in the review's run).
 func TestRepairTakesTheBoundFromTheRegistry(t *testing.T) {
-	zks := zktest.Start(t)
-	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	zks, conn := initFleetFor(t, "/kept", "--datacenters", "6", "--max-horizon", "60s", "--max-skew", "2s")
 	var out, errb bytes.Buffer
-	if rc := runInit([]string{"--zk", zks.Addr(), "--zk-root", "/kept", "--datacenters", "6", "--new-fleet",
-		"--max-horizon", "60s", "--max-skew", "2s"}, &out, &errb); rc != exitOK {
-		t.Fatalf("init /kept: %s", errb.String())
-	}
 	var del func(p string)
 	del = func(p string) {
 		kids, _, _ := conn.Children(p)
@@ -333,16 +316,8 @@ func TestRepairTakesTheBoundFromTheRegistry(t *testing.T) {
 // after the question, while a valid node named with it is left alone;
 // repair without --reset writes neither.
 func TestRepairResetsAForgedReservation(t *testing.T) {
-	zks := zktest.Start(t)
-	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	zks, conn := initFleetFor(t, "/forged", "--datacenters", "1")
 	var out, errb bytes.Buffer
-	if rc := runInit([]string{"--zk", zks.Addr(), "--zk-root", "/forged", "--datacenters", "1", "--new-fleet"}, &out, &errb); rc != exitOK {
-		t.Fatalf("init: %s", errb.String())
-	}
 	forged, valid := snowflake.Slot{Datacenter: 1, Machine: 2}, snowflake.Slot{Datacenter: 1, Machine: 3}
 	p := zklayout.SlotPath("/forged", forged)
 	if _, err := conn.Set(p, tree.EncodeSlot(tree.SlotRecord{ReservedUntilMs: snowflake.MaxUnixMs, UpdatedMs: time.Now().UnixMilli()}), -1); err != nil {
@@ -378,4 +353,21 @@ func TestRepairResetsAForgedReservation(t *testing.T) {
 	if m.Slots[valid].Version != validBefore.Version {
 		t.Fatalf("the valid node %s was written (version %d, was %d)", valid, m.Slots[valid].Version, validBefore.Version)
 	}
+}
+
+// initFleetFor starts a ZooKeeper, makes root there with snowflakectl init
+// --new-fleet and args, and returns the server and a session on it.
+func initFleetFor(t *testing.T, root string, args ...string) (*zktest.Server, *zk.Conn) {
+	t.Helper()
+	zks := zktest.Start(t)
+	conn, err := zkconn.Dial([]string{zks.Addr()}, "", 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	var out, errb bytes.Buffer
+	if rc := runInit(append([]string{"--zk", zks.Addr(), "--zk-root", root, "--new-fleet"}, args...), &out, &errb); rc != exitOK {
+		t.Fatalf("init %s: %s", root, errb.String())
+	}
+	return zks, conn
 }
