@@ -64,12 +64,9 @@ type claimer struct {
 	waiting string
 	far     int
 	// reach is the root's bound (max horizon + max skew), written into
-	// every slot record so that it survives the root.
+	// every slot record so that it survives the root; a reservation
+	// further past ZooKeeper's time is one no holder wrote (beyond).
 	reach time.Duration
-	// beyondBound is how far past ZooKeeper's time no reservation can be
-	// that a holder, init or recover wrote: the root's bound (max horizon +
-	// max skew) and a second (readSlot).
-	beyondBound time.Duration
 	// resume is the lease we lost with our session, if any, whose slot a
 	// claim resumes while nobody has written it since (resume.go).
 	resume *lostLease

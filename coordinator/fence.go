@@ -60,21 +60,20 @@ func (s *claimer) readSlot(ctx context.Context, l *wonLease) (tree.SlotRecord, e
 	rec.Version, rec.MtimeMs, rec.Czxid = st.Version, st.Mtime, st.Czxid
 	if zkMs, beyond := s.beyond(rec.ReservedUntilMs); beyond {
 		return rec, undecodableSlot(l.slot, fmt.Errorf("%s: %w: reserved until %s, more than the root's bound + 1s (%v) past zookeeper's time %s",
-			sp, errBeyondBound, time.UnixMilli(rec.ReservedUntilMs).UTC().Format(time.RFC3339), s.beyondBound,
+			sp, errBeyondBound, time.UnixMilli(rec.ReservedUntilMs).UTC().Format(time.RFC3339), s.reach+time.Second,
 			time.UnixMilli(zkMs).UTC().Format(time.RFC3339)))
 	}
 	return rec, nil
 }
 
-// beyond reports whether R, a slot's stored reservation, lies more than
-// beyondBound past zkMs, ZooKeeper's time of our last write (or of our
-// lease node's create, at claim). Every writer reserves at most the root's
-// bound past ZooKeeper's time of its own write, which came before: such a
+// beyond reports whether R, a slot's stored reservation, is
+// tree.BeyondBound of zkMs, ZooKeeper's time of our last write (or of our
+// lease node's create, at claim), which came after the writer's: such a
 // reservation was written by hand or forged, and waiting for it would
 // freeze the slot.
 func (s *claimer) beyond(R int64) (zkMs int64, beyond bool) {
 	zkMs = s.c.mtimeMs.Load()
-	return zkMs, s.beyondBound > 0 && zkMs > 0 && R > zkMs+s.beyondBound.Milliseconds()
+	return zkMs, tree.BeyondBound(R, zkMs, s.reach)
 }
 
 // errBeyondBound: a slot node reserved further past ZooKeeper's time than

@@ -96,7 +96,6 @@ func (s *claimer) tryCheckRoot(ctx context.Context) error {
 	}
 	s.rollback.reset(st) // the root read afresh starts a new history
 	s.reach = info.Reach()
-	s.beyondBound = s.reach + time.Second
 	return nil
 }
 

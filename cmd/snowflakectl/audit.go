@@ -17,6 +17,7 @@ import (
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
+	"github.com/snowfleet/snowfleet/worker/resp"
 )
 
 // auditShown is how many findings of each kind are listed; the counts are
@@ -210,17 +211,8 @@ func readIDs(r io.Reader, column string, ids []int64) (_ []int64, bad []auditBad
 // than latest; ok false for anything else, which parseAuditID then reads
 // and names.
 func decimalID(b []byte, latest int64) (int64, bool) {
-	if len(b) == 0 || len(b) > 19 {
-		return 0, false
-	}
-	var id int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		id = id*10 + int64(c-'0')
-	}
-	if id < 0 { // 19 digits past 2^63-1
+	id, ok := resp.ParseInt(b)
+	if !ok || id < 0 {
 		return 0, false
 	}
 	f, err := snowflake.Decode(id)

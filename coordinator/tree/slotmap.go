@@ -44,14 +44,19 @@ func (r SlotRecord) MarshalJSON() ([]byte, error) {
 	return json.Marshal(slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs, BoundMs: r.BoundMs})
 }
 
-// Forged reports a record reserved past ZooKeeper's time of its last
-// write (MtimeMs) plus reach (the root's bound) and a second for skew: no
-// holder can have written it (a holder reserves at most the bound past
-// its clock, which is within the skew bound of ZooKeeper's), so anyone
-// who can write slot nodes did, and adopting it as a floor would freeze
-// the slot until then.
+// BeyondBound reports a reservation reservedMs further past zkMs, a
+// ZooKeeper time at or after its write, than reach (the root's bound) and
+// a second: no holder, init or recover can have written it (each reserves
+// at most the bound past its clock, which is within the skew bound of
+// ZooKeeper's), so anyone who can write slot nodes did, and adopting it as
+// a floor would freeze the slot until then. 0 for either time: unknown.
+func BeyondBound(reservedMs, zkMs int64, reach time.Duration) bool {
+	return reach > 0 && zkMs > 0 && reservedMs > zkMs+(reach+time.Second).Milliseconds()
+}
+
+// Forged is BeyondBound against the record's own write (MtimeMs).
 func Forged(r SlotRecord, reach time.Duration) bool {
-	return r.MtimeMs > 0 && r.ReservedUntilMs > r.MtimeMs+(reach+time.Second).Milliseconds()
+	return BeyondBound(r.ReservedUntilMs, r.MtimeMs, reach)
 }
 
 // SlotMap is the whole slot map: who holds what, and every slot's timeline.
