@@ -9,6 +9,7 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
@@ -127,8 +128,8 @@ func decode(t testing.TB, id int64) snowflake.Fields {
 	return f
 }
 
-// gauge is the value of an unlabelled gauge in reg (-1 when absent).
-func gauge(t testing.TB, reg prometheus.Gatherer, name string) float64 {
+// only is name's one series in reg (nil: absent, or not one).
+func only(t testing.TB, reg prometheus.Gatherer, name string) *dto.Metric {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -136,8 +137,17 @@ func gauge(t testing.TB, reg prometheus.Gatherer, name string) float64 {
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
+			return mf.GetMetric()[0]
 		}
+	}
+	return nil
+}
+
+// gauge is the value of an unlabelled gauge in reg (-1 when absent).
+func gauge(t testing.TB, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	if m := only(t, reg, name); m != nil {
+		return m.GetGauge().GetValue()
 	}
 	return -1
 }
@@ -145,18 +155,13 @@ func gauge(t testing.TB, reg prometheus.Gatherer, name string) float64 {
 // labels returns the labels of name's one series in reg (nil: not one).
 func labels(t testing.TB, reg prometheus.Gatherer, name string) map[string]string {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	m := only(t, reg, name)
+	if m == nil {
+		return nil
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			out := map[string]string{}
-			for _, lp := range mf.GetMetric()[0].GetLabel() {
-				out[lp.GetName()] = lp.GetValue()
-			}
-			return out
-		}
+	out := map[string]string{}
+	for _, lp := range m.GetLabel() {
+		out[lp.GetName()] = lp.GetValue()
 	}
-	return nil
+	return out
 }
