@@ -99,17 +99,33 @@
  *              lease node gone, every session with it
  *   E_EMPTY    an operator deletes the slot node and makes it again by hand
  *              with no data (tree/layout.go: DecodeSlot): damage, never floor 0
- *   E_REPAIR   an operator deletes the slot node; snowflakectl repair makes
- *              it again (tree/slotnodes.go: repair): zR := max(zt, clock) + H + K
+ *   E_REPAIR   an operator deletes the slot node (or the root with it);
+ *              snowflakectl repair makes it again (tree/slotnodes.go: repair):
+ *              zR := max(zt, clock) + H + K, H + K the bound the fleet was
+ *              made with, which every slot record carries (bound_ms) and
+ *              the registry keeps when the root is gone (#37 item 3): the
+ *              bound is per root, never a default
  *   E_RESTORE  a backup of the slot node (zR, zX) taken at any moment is
  *              restored later, every lease node and session gone; workers
  *              that saw it (rollback.go, refusal.go) claim nothing until
  *              snowflakectl recover (tree/recover.go) raised zR to
  *              max(zt, clock) + H + K, then wrote its marker: two steps,
- *              anything else may happen between them
+ *              anything else may happen between them.  The workers' access
+ *              is closed from the restore to the marker (the runbook's
+ *              procedure), which is also what a worker that sees the
+ *              rollback does by itself
+ *   X_MAYMISS  (want fail, not a mutant) the code's detector as it is: it
+ *              may miss (a worker started after the restore, one whose
+ *              evidence others' creates hid): each worker sees the restore
+ *              or not, and one that does not claims from the restored tree
+ *              without the procedure.  The trail is why the runbook's
+ *              shut-out is the one way through a restore
  *   mutants:  M_INITMTIME  init reserves to the make's time only (zt)
  *             M_EMPTYFLOOR0 an empty slot node reads as floor 0
  *             M_REPAIRLOW  repair reserves below the horizon (clock + 1)
+ *             M_REPAIRDEFAULT repair records the default bound, one below
+ *                          the fleet's (a root made with init --max-horizon
+ *                          60s, repaired with 40s: the code before #37)
  *             M_RECOVERMISS recover leaves this slot behind
  *             M_MARKERFIRST recover writes its marker before it raises
  */
@@ -169,7 +185,9 @@
 #else
 #define EMPTYOK 1                   /* M_EMPTYFLOOR0: it reads as R = 0 */
 #endif
-#if defined(EDGES) && defined(E_RESTORE)
+#if defined(EDGES) && defined(E_RESTORE) && defined(X_MAYMISS)
+#define ROLLED (rolled && sees[w])
+#elif defined(EDGES) && defined(E_RESTORE)
 #define ROLLED rolled
 #else
 #define ROLLED 0
@@ -190,6 +208,14 @@ byte bR;                 /* the backup of the slot node's reservation (it
                             exists, not emptied: one edge per run) */
 bool rolled;             /* restored, recover's marker not yet written */
 byte recov;              /* recover's steps done: 0, 1 (the first), 2 */
+#ifdef X_MAYMISS
+bool sees[NW];           /* the worker's detector caught the restore */
+#endif
+#ifdef M_REPAIRDEFAULT
+#define RB (H - 1)               /* the default bound, below the fleet's */
+#else
+#define RB H                     /* the root's bound, kept by every record */
+#endif
 #ifdef M_RECOVERMISS
 #define RECOVER_RAISE() printf("OP : snowflakectl recover leaves the slot behind (R=%d)\n", zR)
 #else
@@ -519,7 +545,7 @@ end:
 #ifdef M_REPAIRLOW
        zR = MIN(gt_ + 1, MAXT);
 #else
-       zR = MIN(MAX(gt_, zt) + H + K, MAXT);
+       zR = MIN(MAX(gt_, zt) + RB + K, MAXT);
 #endif
        printf("OP : delete slots/dc07-m13; snowflakectl repair makes it, reserved until %d\n", zR);
        gt_ = 0 } }
@@ -559,6 +585,12 @@ end:
        printf("OP : snowflakectl recover writes its marker (workers may claim)\n");
 #endif
        gt_ = 0 } }
+#ifdef X_MAYMISS
+  /* the detector (rollback.go, refusal.go, resume.go) catches the restore
+     at some moment, or never: until then the worker claims as usual */
+  :: d_step { rolled && !sees[w] -> sees[w] = 1;
+       printf("W%d : sees the ensemble went back: claims nothing until recover\n", w) }
+#endif
 #endif
 #endif
 
