@@ -161,19 +161,10 @@ func ensembleRestored(e env) result {
 	holders := e.workers()
 	before := e.leaseNodes(holders)
 	zks, ids := e.zkCluster()
-	// The backup and the restore run inside each container, as root, with
-	// cp -a: the files keep the server's own user.
-	for _, z := range zks {
-		e.docker("exec", "-u", "0", z.ID, "sh", "-c", "rm -rf /backup && mkdir /backup && cp -a /data/version-2 /backup/data && cp -a /datalog/version-2 /backup/datalog")
-	}
+	e.zkBackup(zks)
 	e.sleep(time.Minute)
 	fault := time.Now()
-	for _, z := range zks {
-		e.docker("exec", "-u", "0", z.ID, "sh", "-c", "rm -rf /data/version-2 /datalog/version-2 && cp -a /backup/data /data/version-2 && cp -a /backup/datalog /datalog/version-2")
-	}
-	e.docker(append([]string{"kill", "-s", "KILL"}, ids...)...)
-	e.docker(append([]string{"start"}, ids...)...)
-	e.must(e.st.WaitZK(e.ctx, 90*time.Second), "quorum of the restored ensemble")
+	e.zkRestore(zks, ids, false)
 	e.sleep(sessionTimeout + 4*time.Second) // time to see the rollback
 	out := e.ctl("recover", "--zk", "zk1:2181,zk2:2181,zk3:2181", "--zk-root", zkRoot, "--yes")
 	recoverAt := time.Now()

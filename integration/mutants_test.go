@@ -47,6 +47,10 @@ func mutantCases() []mutantCase {
 			guards: []string{"the release did not lower the reservation"}},
 		{name: "dupbatch", scenarios: []string{"e"},
 			guards: []string{"duplicate", "protocol"}},
+		{name: "markerfirst", scenarios: []string{"r2"},
+			guards: []string{"wrote its marker", "claimed before recover finished", "duplicate"}},
+		{name: "seqonly", scenarios: []string{"r3"},
+			guards: []string{"claimed before recover finished", "waits for recover", "duplicate"}},
 		{name: "clockback", scenarios: []string{"g2l", "g2"},
 			guards: []string{"duplicate", "did not increase", "protocol", "CLOCKBACK"}},
 	}

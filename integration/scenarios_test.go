@@ -45,6 +45,8 @@ func scenarios() []scenario {
 		{letter: "p", title: "slot node emptied by hand, then its holder killed", workers: 3, retries: stops, run: slotNodeEmptied},
 		{letter: "q", title: "whole ensemble rebuilt empty, then init", workers: 3, retries: "every worker refuses (-NOLEASE) from its ceiling until init's reservation passes", run: ensembleRebuilt},
 		{letter: "r", title: "ensemble restored from a copy a minute old, then recover", workers: 3, retries: "every worker refuses (-NOLEASE) until recover's reservation passes", run: ensembleRestored},
+		{letter: "r2", title: "restore, then a recover that fails part-way, run again", workers: 3, retries: "every worker refuses (-NOLEASE) until the second recover's reservation passes", run: recoverInterrupted},
+		{letter: "r3", title: "restore keeping sessions, a worker claiming again after others", workers: 3, retries: "the worker that lost its lease to the restore refuses (-NOLEASE) until recover's reservation passes", run: restoreKeepsSessions},
 		{letter: "s", title: "embedded lease killed, paused, cut", workers: 3, retries: "each added standby worker refuses (-NOLEASE) until it takes the embedded lease's slot", run: embeddedFaults},
 	}
 }
