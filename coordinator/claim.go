@@ -64,6 +64,13 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			}
 			continue
 		}
+		if s.backWhileHeld != "" {
+			s.backWhileHeld = "" // said and counted when it was seen
+			if err := s.waitForRecover(ctx, s.backSince); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err := c.checkIDSpace(); err != nil {
 			return nil, err // the clock passed the end while we claimed
 		}

@@ -32,6 +32,11 @@ type claimer struct {
 	// rollback notices the tree rolled back under us (rollback.go), from
 	// every listing of leases/ (list).
 	rollback rollbackWatch
+	// backWhileHeld is the evidence of a restore seen while holding a
+	// lease the restore kept (heldSlotWentBack), and backSince what we
+	// knew before it: the next claim waits for a recover run after it.
+	backWhileHeld string
+	backSince     int64
 	// standbyNode is our standby node while we stand by (standby.go),
 	// made by the create of standbyGUID and owned by standbySession;
 	// standbyRetryAt delays a retry after a failure.

@@ -90,6 +90,9 @@ func (s *claimer) adoptIfOurs(ctx context.Context, l *wonLease) (rec tree.SlotRe
 	if err != nil || rec.Holder != l.name {
 		return rec, false, err
 	}
+	if l.czxid != 0 && rec.Czxid == l.czxid && rec.Version < l.version {
+		s.heldSlotWentBack(l, rec.Version)
+	}
 	l.version = rec.Version
 	return rec, true, nil
 }

@@ -320,3 +320,75 @@ func TestReservationBeyondBoundIsDamage(t *testing.T) {
 		t.Fatal("A serves a slot reserved a year ahead")
 	}
 }
+
+// A restore that keeps a holder's session and lease node (#37): ZooKeeper
+// is restored from a backup taken while W held Z, after which W renewed
+// it. W, cut off during the restore and let back in, keeps its session
+// (the ensemble has moved past the zxid W saw) and its lease node; its
+// renew meets Z's node, still naming W's lease, at a version below its
+// own. W serves on, its own slot being safe, but says and counts the
+// rollback at once (before: it adopted the old version silently), and once
+// that lease ends it claims nothing until recover has run.
+func TestRestoreSeenByAHolderWhoseLeaseSurvived(t *testing.T) {
+	zs, obs := boundedFleet(t, 10*time.Second)
+	root := zklayout.DefaultRoot
+	z := snowflake.Slot{Datacenter: 9, Machine: 9}
+	rec := newRecorder()
+	p := faultproxy.New(t, zs.Addr())
+	cfgW := pinned(testConfig(p.Addr()), z)
+	cfgW.SessionTimeout = 30 * time.Second // W's session outlives both restarts
+	reg := prometheus.NewRegistry()
+	w := startWorkerWith(t, "W", cfgW, rec, reg)
+	w.waitReady(10 * time.Second)
+	time.Sleep(500 * time.Millisecond)
+
+	obs.Close()
+	backup := t.TempDir() + "/data"
+	zs.Stop() // the backup: W holding Z, its session and node in it
+	copyDir(t, zs.DataDir(), backup)
+	zs.Restart()
+	time.Sleep(2 * time.Second) // renews: Z's version moves past the backup's
+	lastW := w.c.Status()
+
+	p.Blackhole()
+	zs.Stop()
+	copyDir(t, backup, zs.DataDir())
+	zs.Restart()
+	obs = observer(t, zs.Addr())
+	for range 200 { // past the zxid W has seen: its session is not refused
+		if _, err := obs.Create("/bump", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		if err := obs.Delete("/bump", -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Heal()
+	waitFor(t, 20*time.Second, "W sees its held slot went back", func() bool {
+		return counterValue(t, reg, "snowflake_coordinator_rollbacks_detected_total", "", "") > 0
+	})
+	if s := w.c.Status(); !w.c.Ready() || s.LeaseNode != lastW.LeaseNode {
+		t.Fatalf("W after the restore: %+v, ready %v; want it serving on its lease %s, which the restore kept", s, w.c.Ready(), lastW.LeaseNode)
+	}
+
+	if err := obs.Delete(zklayout.LeasesPath(root)+"/"+lastW.LeaseNode, -1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "W, its lease ended, waits for recover", w.c.awaitingRecover)
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if w.c.Ready() {
+			t.Fatal("W claimed again from a tree it had seen go back")
+		}
+	}
+	if n := counterValue(t, reg, "snowflake_coordinator_rollbacks_detected_total", "", ""); n != 1 {
+		t.Fatalf("rollbacks_detected_total = %v, want 1: one rollback, said once", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := tree.RecoverRoot(ctx, obs, root, tree.FleetACL{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "W serving Z after recover", w.c.Ready)
+	w.Crash()
+	rec.checkDisjoint(t)
+}

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/go-zookeeper/zk"
 
@@ -13,8 +14,9 @@ import (
 // ErrWentBack: the ensemble went back in time (restored from a backup): a
 // lease node this worker made has a sequence below one it saw before under
 // the same root, the ensemble refused our session for a zxid it has not
-// seen, or the slot node of a lease we lost is at a version below the one
-// our last confirmed write gave it (resume.go). Its slot records may be
+// seen, or the slot node of a lease we lost, or of one we hold, is at a
+// version below the one our last confirmed write gave it (resume.go,
+// heldSlotWentBack). Its slot records may be
 // older than what holders issued since; the worker claims nothing until
 // snowflakectl recover has run.
 var ErrWentBack = errors.New("zookeeper went back in time")
@@ -94,11 +96,39 @@ func (r *rollbackWatch) wentBack(name string) (bool, int64) {
 func (s *claimer) awaitRecover(ctx context.Context, why string, since int64) error {
 	c := s.c
 	c.m.rollbacks.Inc()
-	c.setWaiting(ReasonAwaitingRecover, 0)
-	defer c.setWaiting(ReasonNoLease, 0)
 	c.log.Error("zookeeper went back in time (restored from a backup?); not claiming until snowflakectl recover runs", "error", ErrWentBack,
 		"root", c.cfg.Root, "evidence", why,
 		"fix", "snowflakectl recover (deploy/runbook.md: ZooKeeper was restored from a backup)")
+	return s.waitForRecover(ctx, since)
+}
+
+// heldSlotWentBack: our slot node, still naming our lease, answered a
+// write at a version below the one our last confirmed write gave it. Only
+// a restore that kept our session and our lease node does that (ZooKeeper
+// never lowers a version; a node made again has another czxid). Our slot
+// is safe, since we keep our ceiling and hold the lowest node, so we serve
+// on; but other slots may be handed out from older reservations, so it is
+// said and counted now, and once this lease ends we claim nothing until a
+// recover has run after what we knew before it.
+func (s *claimer) heldSlotWentBack(l *wonLease, version int32) {
+	if s.backWhileHeld != "" {
+		return
+	}
+	c := s.c
+	s.backWhileHeld = fmt.Sprintf("slot node %s, which still names our lease %s, is at version %d, below the %d our last confirmed write gave it",
+		l.slot, l.name, version, l.version)
+	s.backSince = s.lastConfirmed()
+	c.m.rollbacks.Inc()
+	c.log.Error("zookeeper went back in time (restored from a backup?); our lease survived it and we serve on, but other slots may be handed out from older reservations",
+		"error", ErrWentBack, "root", c.cfg.Root, "evidence", s.backWhileHeld,
+		"fix", "snowflakectl recover (deploy/runbook.md: ZooKeeper was restored from a backup)")
+}
+
+// waitForRecover is awaitRecover's wait, once the rollback was said.
+func (s *claimer) waitForRecover(ctx context.Context, since int64) error {
+	c := s.c
+	c.setWaiting(ReasonAwaitingRecover, 0)
+	defer c.setWaiting(ReasonNoLease, 0)
 	for {
 		var (
 			data []byte

@@ -37,17 +37,19 @@ func (e env) zkBackup(zks []Container) {
 // the data, as a restore of whole volumes does, and every client that saw
 // a later zxid is refused.
 func (e env) zkRestore(zks []Container, ids []string, keepEpoch bool) {
-	keep := ""
+	// ZooKeeper keeps its epoch files beside the transaction log
+	// (dataLogDir's version-2) or the snapshots: both are looked at, and
+	// a server that has none fails the scenario.
+	const epochs = "for d in data datalog; do for f in currentEpoch acceptedEpoch; do "
+	keep, put := "true", "true"
 	if keepEpoch {
-		keep = " && cp -a /data/version-2/currentEpoch /data/version-2/acceptedEpoch /backup/ "
-	}
-	put := ""
-	if keepEpoch {
-		put = " && cp -a /backup/currentEpoch /backup/acceptedEpoch /data/version-2/"
+		keep = "rm -rf /backup/epoch && mkdir /backup/epoch && " + epochs +
+			"if [ -f /$d/version-2/$f ]; then cp -a /$d/version-2/$f /backup/epoch/$d-$f; fi; done; done; ls /backup/epoch/*-currentEpoch >/dev/null"
+		put = epochs + "if [ -f /backup/epoch/$d-$f ]; then cp -a /backup/epoch/$d-$f /$d/version-2/$f; fi; done; done"
 	}
 	for _, z := range zks {
-		e.docker("exec", "-u", "0", z.ID, "sh", "-c", "true"+keep+
-			" && rm -rf /data/version-2 /datalog/version-2 && cp -a /backup/data /data/version-2 && cp -a /backup/datalog /datalog/version-2"+put)
+		e.docker("exec", "-u", "0", z.ID, "sh", "-c", keep+
+			" && rm -rf /data/version-2 /datalog/version-2 && cp -a /backup/data /data/version-2 && cp -a /backup/datalog /datalog/version-2 && "+put)
 	}
 	e.docker(append([]string{"kill", "-s", "KILL"}, ids...)...)
 	e.docker(append([]string{"start"}, ids...)...)
