@@ -37,6 +37,14 @@ type wonLease struct {
 	// resumed: the floor is what this process issued in the slot before
 	// it lost it, nobody having held it since (resume.go).
 	resumed bool
+	// holder is what our lease node says of us, startMs our clock at the
+	// claim, history the slot's tenures before ours (read at claim), and
+	// releasing marks the release's write: every fenced write carries the
+	// history with our tenure as it stands (tenure.go).
+	holder    zklayout.LeaseData
+	startMs   int64
+	history   tree.History
+	releasing bool
 }
 
 // claim returns a won lease node with a confirmed reservation, standing by
@@ -379,7 +387,8 @@ func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*wonLea
 	guid := tree.NewGUID()
 	prefix := zklayout.LeasesPath(c.cfg.Root) + "/" + tree.ProtectedPrefix + guid + "-" + slot.String() + "-"
 	now := time.Now()
-	data := zklayout.EncodeLease(c.leaseData(now))
+	holder := c.leaseData(now)
+	data := zklayout.EncodeLease(holder)
 	c.creates.Add(1)
 	sendMs := c.nowMs()
 	created, err := s.createProtected(ctx, prefix, guid, data, c.nodeACL)
@@ -399,7 +408,7 @@ func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*wonLea
 		s.deletePath(ctx, created)
 		return nil, err
 	}
-	return &wonLease{slot: slot, name: name, path: created, guid: guid, session: st.EphemeralOwner}, nil
+	return &wonLease{slot: slot, name: name, path: created, guid: guid, session: st.EphemeralOwner, holder: holder}, nil
 }
 
 func hostname() string {
@@ -471,6 +480,10 @@ func (s *claimer) reserve(ctx context.Context, l *wonLease) (bool, error) {
 		}
 		R, resumed := s.floorOf(l.slot, rec)
 		l.floor, l.resumed, l.czxid = R, resumed, rec.Czxid
+		l.history, l.startMs = rec.History, c.nowMs()
+		if resumed {
+			l.history = l.history.Ended(s.resume.name, R)
+		}
 		if past, err := s.waitPast(ctx, l, R); !past {
 			if err != nil {
 				return false, err

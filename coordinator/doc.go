@@ -36,7 +36,8 @@
 // release.go (seal, lower the reservation, delete the node). Below them:
 // fence.go (the reservation rule, the one helper that writes a
 // reservation, the fenced Multi and how its result is classified, the skew
-// it measures), avoid.go (a slot found unusable: refused, undecodable,
+// it measures; tenure.go, our tenure as each fenced write records it in
+// the slot's history), avoid.go (a slot found unusable: refused, undecodable,
 // missing or reserved too far ahead, reported by the steps and avoided by
 // the claim and hold loops alone; waiting.go says once a situation why
 // none can be claimed), claimer.go (one Run's claim state on its

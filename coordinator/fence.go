@@ -103,6 +103,7 @@ func (s *claimer) adoptIfOurs(ctx context.Context, l *wonLease) (rec tree.SlotRe
 func (s *claimer) writeSlot(ctx context.Context, l *wonLease, rec tree.SlotRecord, version int32) (*zk.Stat, writeResult, error) {
 	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
 	rec.Holder, rec.BoundMs = l.name, s.reach.Milliseconds()
+	rec.History = l.history.With(l.tenure(rec))
 	return s.fenced(ctx, l, &zk.SetDataRequest{Path: sp, Data: tree.EncodeSlot(rec), Version: version})
 }
 

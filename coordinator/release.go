@@ -26,6 +26,7 @@ func (s *claimer) release(l *wonLease, gen *snowflake.Generator) {
 		issued = last
 	}
 	lowered := false
+	l.releasing = true
 	for attempt := 0; attempt < 2 && ctx.Err() == nil; attempt++ {
 		lowest := tree.SlotRecord{ReservedUntilMs: target, LastMs: issued, UpdatedMs: c.nowMs()}
 		_, res, _ := s.writeSlot(ctx, l, lowest, l.version)

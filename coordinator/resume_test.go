@@ -60,8 +60,14 @@ func TestLostSlotResumedFromLastIssued(t *testing.T) {
 		t.Fatalf("lease_resumes_total = %v, want 1", n)
 	}
 	obs := observer(t, zs.Addr())
-	if r, _ := readSlot(t, obs, "/snowflake", testSlot); r.Holder != st.LeaseNode {
+	r, _ := readSlot(t, obs, "/snowflake", testSlot)
+	if r.Holder != st.LeaseNode {
 		t.Fatalf("slot names %q, want the resumed lease %q", r.Holder, st.LeaseNode)
+	}
+	// The lost tenure ends where the resumed one starts: the IDs above
+	// belong to the new lease (#41).
+	if h := r.History.Tenures; len(h) != 2 || h[0].CeilingMs != st.FloorMs || h[1].FloorMs != st.FloorMs || h[1].Lease != st.LeaseNode {
+		t.Fatalf("history %+v: want the lost tenure ending at the resumed floor %d, then the resumed lease %s", h, st.FloorMs, st.LeaseNode)
 	}
 	rec.checkDisjoint(t)
 }

@@ -128,6 +128,11 @@ func TestFleet(t *testing.T) {
 	for _, p := range last.Problems {
 		t.Errorf("after the last scenario: %s", p)
 	}
+	ha := AuditHistory(ctx, st, col)
+	for _, p := range ha.Problems {
+		t.Errorf("history audit: %s", p)
+	}
+	t.Logf("history audit: %s", ha)
 	rep.total = last.IDs
 	path, err := rep.write()
 	if err != nil {

@@ -36,7 +36,8 @@
 //
 // The files (every one but this doc.go, which TestDocNamesEveryFile
 // checks): layout.go (the layout names, the root's and the slot nodes' JSON
-// and their codecs), standby.go (the standby nodes' names and what they
+// and their codecs), history.go (the tenures a slot record keeps, and
+// where an ID's timestamp falls in them), standby.go (the standby nodes' names and what they
 // hold) and guid.go (the protected nodes' GUIDs), dcset.go (datacenter
 // ranges), acl.go (FleetACL, the operator/worker/world ACL scheme, and what
 // an ACL grants), registry.go (the fleet registry: ReadRegistry, Register,

@@ -188,10 +188,23 @@ type slotData struct {
 	BoundMs         int64  `json:"bound_ms,omitempty"`
 	ReservedUntil   string `json:"reserved_until,omitempty"`
 	Updated         string `json:"updated,omitempty"`
+	// History is left out when empty: a record without one reads the same
+	// to a build that does not know it, and one with it too (JSON).
+	History *History `json:"history,omitempty"`
+}
+
+// data is r as stored, without the readable times EncodeSlot adds.
+func (r SlotRecord) data() slotData {
+	d := slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs, BoundMs: r.BoundMs}
+	if !r.History.Empty() {
+		h := r.History
+		d.History = &h
+	}
+	return d
 }
 
 func EncodeSlot(r SlotRecord) []byte {
-	d := slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs, BoundMs: r.BoundMs}
+	d := r.data()
 	if r.ReservedUntilMs > 0 {
 		d.ReservedUntil = time.UnixMilli(r.ReservedUntilMs).UTC().Format(time.RFC3339Nano)
 	}
@@ -230,7 +243,11 @@ func DecodeSlot(b []byte) (SlotRecord, error) {
 		return SlotRecord{}, fmt.Errorf("%w: reserved_until_ms %d is outside the ID's range %d..%d",
 			ErrNoReservation, *d.Reserved, snowflake.MinUnixMs, snowflake.MaxUnixMs)
 	}
-	return SlotRecord{ReservedUntilMs: *d.Reserved, LastMs: d.LastMs, Holder: d.Holder, UpdatedMs: d.UpdatedMs, BoundMs: d.BoundMs}, nil
+	rec := SlotRecord{ReservedUntilMs: *d.Reserved, LastMs: d.LastMs, Holder: d.Holder, UpdatedMs: d.UpdatedMs, BoundMs: d.BoundMs}
+	if d.History != nil {
+		rec.History = *d.History
+	}
+	return rec, nil
 }
 
 func EncodeRoot(r RootInfo) []byte {

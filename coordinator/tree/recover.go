@@ -82,13 +82,16 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 		return fmt.Errorf("recover: %w", err)
 	}
 	var missing []snowflake.Slot
+	// The marker is chosen first, so that the spans recover records in the
+	// slots' histories name it; it is written into the root last.
+	marker := NewGUID() + "@" + time.Now().UTC().Format(time.RFC3339)
 	for i := range snowflake.Slots {
 		s := snowflake.SlotAt(i)
 		if !have[s.String()] {
 			missing = append(missing, s)
 			continue
 		}
-		raised, rewritten, err := raiseSlot(conn, path.Join(zklayout.SlotsPath(root), s.String()), until, now, info.Reach().Milliseconds())
+		raised, rewritten, err := raiseSlot(conn, path.Join(zklayout.SlotsPath(root), s.String()), until, now, info.Reach().Milliseconds(), marker)
 		if err != nil {
 			return fmt.Errorf("recover: slot %s: %w", s, err)
 		}
@@ -107,7 +110,7 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 		}
 		res.Made = missing
 	}
-	info.Recovery = NewGUID() + "@" + time.Now().UTC().Format(time.RFC3339)
+	info.Recovery = marker
 	if _, err := conn.Set(root, EncodeRoot(info), st.Version); err != nil {
 		return fmt.Errorf("recover: every slot is raised, but the recovery marker could not be written into root %s (run recover again): %w", root, err)
 	}
@@ -119,7 +122,10 @@ func recoverRoot(conn *zk.Conn, root string, acl FleetACL, res *RecoverResult) e
 // compare-and-set, reading again when a holder wrote it meanwhile. A node
 // that does not decode is written with a fresh record (its holder, if any,
 // loses the lease as it would on reading it).
-func raiseSlot(conn *zk.Conn, p string, until, now, boundMs int64) (raised, rewritten bool, err error) {
+// The span it raises over goes into the slot's history as lost to the
+// restore (tree.LostToRestore), named by marker: tenures there were
+// confirmed in ZooKeeper and taken away by the restore.
+func raiseSlot(conn *zk.Conn, p string, until, now, boundMs int64, marker string) (raised, rewritten bool, err error) {
 	for attempt := 0; ; attempt++ {
 		data, st, err := conn.Get(p)
 		if err != nil {
@@ -132,6 +138,8 @@ func raiseSlot(conn *zk.Conn, p string, until, now, boundMs int64) (raised, rewr
 		next := SlotRecord{ReservedUntilMs: until, UpdatedMs: now, BoundMs: boundMs}
 		if derr == nil {
 			next.LastMs, next.Holder = rec.LastMs, rec.Holder
+			next.History = rec.History.With(Tenure{Lease: "recover:" + marker, Kind: LostToRestore, StartMs: now,
+				FloorMs: rec.ReservedUntilMs, CeilingMs: until})
 		}
 		_, err = conn.Set(p, EncodeSlot(next), st.Version)
 		if errors.Is(err, zk.ErrBadVersion) && attempt < 10 {

@@ -31,6 +31,9 @@ type SlotRecord struct {
 	// its writer's clock a reservation may reach. 0: written by a build
 	// before it.
 	BoundMs int64
+	// History is the slot's tenures, written by the holders' fenced writes
+	// (history.go); empty in a record from init, repair or an older build.
+	History History
 	// Version, MtimeMs and Czxid come from the node's Stat, not its JSON:
 	// the version fences writes, the mtime is stamped by the ZooKeeper
 	// leader, the czxid tells the node from one made again in its place.
@@ -41,7 +44,7 @@ type SlotRecord struct {
 
 // MarshalJSON writes the record as it is stored in the slot node.
 func (r SlotRecord) MarshalJSON() ([]byte, error) {
-	return json.Marshal(slotData{ReservedUntilMs: r.ReservedUntilMs, LastMs: r.LastMs, Holder: r.Holder, UpdatedMs: r.UpdatedMs, BoundMs: r.BoundMs})
+	return json.Marshal(r.data())
 }
 
 // BeyondBound reports a reservation reservedMs further past zkMs, a
