@@ -128,17 +128,13 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.StringVar(&o.logFormat, "log-format", o.logFormat, "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", o.logLevel, "log level: trace, debug, info, warn, error")
 	fs.Var(versionFlag{&o.showVersion}, "version", "print the version and exit")
-	err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SNOWFLAKE"))
+	err := ff.Parse(fs, args, ff.WithEnvVarPrefix(cliflag.EnvPrefix))
 	if errors.Is(err, flag.ErrHelp) {
 		printUsage(fs, stdout)
 		return o, errHelp
 	}
 	if err != nil {
-		msg := err.Error()
-		for _, p := range []string{"error parsing commandline arguments: ", "error parsing environment variables: "} {
-			msg = strings.TrimPrefix(msg, p)
-		}
-		return o, usagef("%s", envFlagError(fs, msg))
+		return o, usagef("%s", cliflag.ParseError(fs, err))
 	}
 	if fs.NArg() > 0 {
 		return o, usagef("unexpected argument %q (snowflaked takes flags only; see --help)", fs.Arg(0))

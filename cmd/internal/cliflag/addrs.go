@@ -1,5 +1,6 @@
-// Package cliflag holds the flag values that snowflaked and snowflakectl
-// share: a comma-separated host:port list, as --zk and --addr take it.
+// Package cliflag holds what snowflaked and snowflakectl share about
+// flags: a comma-separated host:port list, as --zk and --addr take it, and
+// the environment (SNOWFLAKE_<FLAG>) read by one rule.
 package cliflag
 
 import "strings"
