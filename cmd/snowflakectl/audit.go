@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -63,14 +66,16 @@ type auditReport struct {
 
 func (r auditReport) findings() int { return r.DuplicateIDs + r.OutsideIDs + r.Impossibles }
 
-// runAudit is snowflakectl audit: the IDs of a table checked for IDs issued
-// twice, IDs of datacenters outside the fleet, and values no ID can be.
-func runAudit(args []string, stdout, stderr io.Writer) int {
-	return auditFrom(args, os.Stdin, stdout, stderr)
-}
-
-func auditFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("audit", "[--column N|NAME] [--datacenters RANGES] [--json] [FILE|-]",
+// auditCommand is snowflakectl audit: the IDs of a table checked for IDs
+// issued twice, IDs of datacenters outside the fleet, and values no ID can
+// be.
+func (c *ctl) auditCommand() *ffcli.Command {
+	fs := newFlagSet("audit")
+	column := fs.String("column", "", "read this CSV `column`: its 1-based number, or its header's name (the first row is then the header); without it, one ID per line")
+	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8: an ID of another datacenter is a finding (default: not checked)")
+	asJSON := fs.Bool("json", false, "print one JSON object: ids, duplicates, outside_fleet, impossible, per_slot, not_checked (and the counts)")
+	return c.command(fs, "[--column N|NAME] [--datacenters RANGES] [--json] [FILE|-]",
+		"check a table's IDs (a file or stdin): issued twice, outside the fleet's datacenters, impossible; exit 1 on any",
 		"Reads IDs, one per line or one column of a CSV file (--column), from FILE or\n"+
 			"stdin (- or none), and reports IDs issued twice, IDs of datacenters outside\n"+
 			"the fleet's (--datacenters: the ranges snowflakectl fleets prints), values no\n"+
@@ -78,61 +83,57 @@ func auditFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			"2080-07-10, or stamped more than a day ahead of now), and the IDs per slot.\n"+
 			"Exits 1 on any finding, 0 when there is none. Memory: the IDs are sorted in\n"+
 			"place, about 21 bytes per ID from a file (206 MB for 10 million), about 30\n"+
-			"from stdin (the array grows: 300 MB).")
-	column := fs.String("column", "", "read this CSV `column`: its 1-based number, or its header's name (the first row is then the header); without it, one ID per line")
-	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8: an ID of another datacenter is a finding (default: not checked)")
-	asJSON := fs.Bool("json", false, "print one JSON object: ids, duplicates, outside_fleet, impossible, per_slot, not_checked (and the counts)")
-	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
-		return rc
-	}
-	if fs.NArg() > 1 {
-		return usageError(stderr, "audit", "give one FILE (or - for stdin), not %d", fs.NArg())
-	}
-	var owned tree.DCSet
-	if *dcs != "" {
-		var err error
-		if owned, err = tree.ParseDCSet(*dcs); err != nil {
-			return usageError(stderr, "audit", "--datacenters: %v", err)
-		}
-	}
-	in, name, size := stdin, "stdin", int64(0)
-	if fs.NArg() == 1 && fs.Arg(0) != "-" {
-		f, err := os.Open(fs.Arg(0))
-		if err != nil {
-			return usageError(stderr, "audit", "%v", err)
-		}
-		defer f.Close()
-		in, name = f, fs.Arg(0)
-		if st, err := f.Stat(); err == nil {
-			size = st.Size()
-		}
-	}
-	// A file's size bounds its IDs (a short form and its newline are 14
-	// bytes, a decimal ID up to 20): the slice is made once, never grown.
-	ids, bad, n, err := readIDs(in, *column, make([]int64, 0, size/14+1))
-	if err != nil {
-		fmt.Fprintf(stderr, "snowflakectl audit: %s: %v\n", name, err)
-		if errors.Is(err, errNoColumn) {
-			return exitUsage
-		}
-		return exitFailure
-	}
-	rep := audit(ids, owned)
-	if bad != nil {
-		rep.Impossible = bad
-	}
-	rep.Impossibles = n
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
-	} else {
-		rep.print(stdout, name, owned)
-	}
-	if rep.findings() > 0 {
-		return exitFailure
-	}
-	return exitOK
+			"from stdin (the array grows: 300 MB).",
+		func(_ context.Context, args []string) error {
+			if len(args) > 1 {
+				return usagef("give one FILE (or - for stdin), not %d", len(args))
+			}
+			var owned tree.DCSet
+			if *dcs != "" {
+				var err error
+				if owned, err = tree.ParseDCSet(*dcs); err != nil {
+					return usagef("--datacenters: %v", err)
+				}
+			}
+			in, name, size := c.in.r, "stdin", int64(0)
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return usage(err)
+				}
+				defer f.Close()
+				in, name = f, args[0]
+				if st, err := f.Stat(); err == nil {
+					size = st.Size()
+				}
+			}
+			// A file's size bounds its IDs (a short form and its newline are 14
+			// bytes, a decimal ID up to 20): the slice is made once, never grown.
+			ids, bad, n, err := readIDs(in, *column, make([]int64, 0, size/14+1))
+			if err != nil {
+				err = fmt.Errorf("%s: %w", name, err)
+				if errors.Is(err, errNoColumn) {
+					return usage(err)
+				}
+				return err
+			}
+			rep := audit(ids, owned)
+			if bad != nil {
+				rep.Impossible = bad
+			}
+			rep.Impossibles = n
+			if *asJSON {
+				enc := json.NewEncoder(c.stdout)
+				enc.SetIndent("", "  ")
+				_ = enc.Encode(rep)
+			} else {
+				rep.print(c.stdout, name, owned)
+			}
+			if rep.findings() > 0 {
+				return exitStatus(exitFailure) // the report lists them
+			}
+			return nil
+		})
 }
 
 // errNoColumn: --column names a header the CSV file does not have.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/peterbourgon/ff/v3/ffcli"
+
 	"github.com/snowfleet/snowfleet/worker/client"
 )
 
@@ -36,17 +38,10 @@ type benchResult struct {
 	ConnErrors  uint64   `json:"connection_errors"`
 }
 
-func runBench(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("bench", "[--addr HOST:PORT,... | --zk HOST:PORT,...] [-c N] [-P N] [-n N] [-d DURATION]",
-		"Loads workers with NEXTID (or NEXTIDS n with -n above 1) over -c connections,\n"+
-			"spread round robin over the workers, each writing -P requests before reading\n"+
-			"their -P replies. Prints IDs/s, requests/s, the latency of a request (from the\n"+
-			"write of its pipeline to its reply: p50, p99, p999, max) and the errors.\n"+
-			"Workers come from --addr, or from the lease nodes in ZooKeeper, read once.")
-	var z zkFlags
-	z.register(fs)
-	var sec secFlags
-	sec.register(fs)
+func (c *ctl) benchCommand() *ffcli.Command {
+	fs := newFlagSet("bench")
+	c.zk.register(fs)
+	c.sec.register(fs)
 	addrs := fs.String("addr", "", "worker `addresses`, comma-separated host:port, instead of ZooKeeper discovery")
 	conns := fs.Int("c", 8, "`N` connections (1..4096), spread round robin over the workers")
 	depth := fs.Int("P", 16, "pipeline depth: `N` requests (1..10000) written before their replies are read")
@@ -60,61 +55,74 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(dur, "duration", *dur, "the same as -d")
 	timeout := fs.Duration("timeout", 2*time.Second, "bound on each pipeline's round trip; slower counts as a connection error")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
-	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
-		return rc
-	}
-	switch {
-	case fs.NArg() > 0:
-		return usageError(stderr, "bench", "unexpected argument %q", fs.Arg(0))
-	case *conns < 1 || *conns > 4096:
-		return usageError(stderr, "bench", "-c must be in 1..4096, got %d", *conns)
-	case *depth < 1 || *depth > 10000:
-		return usageError(stderr, "bench", "-P must be in 1..10000, got %d", *depth)
-	case *batch < 1 || *batch > client.MaxBatch:
-		return usageError(stderr, "bench", "-n must be in 1..%d, got %d", client.MaxBatch, *batch)
-	case *dur <= 0:
-		return usageError(stderr, "bench", "-d %v must be positive", *dur)
-	case *timeout <= 0:
-		return usageError(stderr, "bench", "--timeout %v must be positive", *timeout)
-	}
-	cfg, rc := clientConfig(fs, &z, *addrs, "bench", stderr)
-	if rc >= 0 {
-		return rc
-	}
-	dial, err := sec.options()
-	if err != nil {
-		return usageError(stderr, "bench", "%v", err)
-	}
-	targets := cfg.Static
-	if len(targets) == 0 {
-		m, err := z.readSlotMap(cfg.Servers, 10*time.Second)
-		if err != nil {
-			fmt.Fprintf(stderr, "snowflakectl bench: discover workers: %v\n", err)
-			return exitFailure
-		}
-		for _, l := range m.Leases {
-			if l.Serves() { // not an embedded lease: it serves nobody
-				targets = append(targets, l.Addr)
+	return c.command(fs, "[--addr HOST:PORT,... | --zk HOST:PORT,...] [-c N] [-P N] [-n N] [-d DURATION]",
+		"benchmark workers with pipelined NEXTID/NEXTIDS",
+		"Loads workers with NEXTID (or NEXTIDS n with -n above 1) over -c connections,\n"+
+			"spread round robin over the workers, each writing -P requests before reading\n"+
+			"their -P replies. Prints IDs/s, requests/s, the latency of a request (from the\n"+
+			"write of its pipeline to its reply: p50, p99, p999, max) and the errors.\n"+
+			"Workers come from --addr, or from the lease nodes in ZooKeeper, read once.",
+		func(ctx context.Context, args []string) error {
+			switch {
+			case len(args) > 0:
+				return usagef("unexpected argument %q", args[0])
+			case *conns < 1 || *conns > 4096:
+				return usagef("-c must be in 1..4096, got %d", *conns)
+			case *depth < 1 || *depth > 10000:
+				return usagef("-P must be in 1..10000, got %d", *depth)
+			case *batch < 1 || *batch > client.MaxBatch:
+				return usagef("-n must be in 1..%d, got %d", client.MaxBatch, *batch)
+			case *dur <= 0:
+				return usagef("-d %v must be positive", *dur)
+			case *timeout <= 0:
+				return usagef("--timeout %v must be positive", *timeout)
 			}
+			cfg, err := c.clientConfig(fs, *addrs)
+			if err != nil {
+				return err
+			}
+			dial, err := c.sec.options()
+			if err != nil {
+				return usage(err)
+			}
+			targets := cfg.Static
+			if len(targets) == 0 {
+				if targets, err = c.benchTargets(cfg.Servers); err != nil {
+					return err
+				}
+			}
+			res := bench(ctx, targets, *conns, *depth, *batch, *dur, *timeout, dial)
+			if *asJSON {
+				enc := json.NewEncoder(c.stdout)
+				enc.SetIndent("", "  ")
+				_ = enc.Encode(res)
+			} else {
+				printBench(c.stdout, res)
+			}
+			if res.Requests == 0 {
+				return errors.New("no request succeeded")
+			}
+			return nil
+		})
+}
+
+// benchTargets are the workers holding a lease, read once from the slot
+// map.
+func (c *ctl) benchTargets(servers []string) ([]string, error) {
+	m, err := c.zk.readSlotMap(servers, 10*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("discover workers: %w", err)
+	}
+	var targets []string
+	for _, l := range m.Leases {
+		if l.Serves() { // not an embedded lease: it serves nobody
+			targets = append(targets, l.Addr)
 		}
-		if len(targets) == 0 {
-			fmt.Fprintf(stderr, "snowflakectl bench: no worker holds a lease under %s\n", z.root)
-			return exitFailure
-		}
 	}
-	res := bench(targets, *conns, *depth, *batch, *dur, *timeout, dial)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
-	} else {
-		printBench(stdout, res)
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("no worker holds a lease under %s", c.zk.root)
 	}
-	if res.Requests == 0 {
-		fmt.Fprintln(stderr, "snowflakectl bench: no request succeeded")
-		return exitFailure
-	}
-	return exitOK
+	return targets, nil
 }
 
 // benchConn is one connection's tally; merged at the end, so the hot loop
@@ -126,12 +134,12 @@ type benchConn struct {
 	noLease, clockBack, otherReply, connErrors uint64
 }
 
-func bench(targets []string, conns, depth, batch int, dur, timeout time.Duration, dial client.DialOptions) benchResult {
+func bench(ctx context.Context, targets []string, conns, depth, batch int, dur, timeout time.Duration, dial client.DialOptions) benchResult {
 	tallies := make([]benchConn, conns)
 	for i := range tallies {
 		tallies[i].dial = dial
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), dur)
+	ctx, cancel := context.WithTimeout(ctx, dur)
 	defer cancel()
 	start := time.Now()
 	var wg sync.WaitGroup

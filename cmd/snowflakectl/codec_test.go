@@ -15,7 +15,7 @@ func runCtl(t *testing.T, stdin string, args ...string) (stdout, stderr string, 
 	if len(args) > 0 && args[0] == "decode" {
 		rc = decodeFrom(args[1:], strings.NewReader(stdin), &out, &errb)
 	} else {
-		rc = run(args, &out, &errb)
+		rc = run(args, input{}, &out, &errb)
 	}
 	return out.String(), errb.String(), rc
 }

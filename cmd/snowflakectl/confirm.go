@@ -33,14 +33,30 @@ func inputFrom(f *os.File) input {
 // errNoTerminal: confirmation asked for where nobody can answer.
 var errNoTerminal = errors.New("refusing without confirmation: stdin is not a terminal; pass --yes from a script")
 
-// confirm asks "<why> Go on? [y/N]" and reports a yes; a no is said on
-// stderr as cmd's.
-func (in input) confirm(stdout, stderr io.Writer, cmd, why string) bool {
+// confirm asks "<why> Go on? [y/N]" on stdout; anything but a yes is
+// errNotConfirmed.
+func (in input) confirm(stdout io.Writer, why string) error {
 	fmt.Fprintf(stdout, "%s Go on? [y/N] ", why)
 	line, _ := bufio.NewReader(in.r).ReadString('\n')
 	if a := strings.ToLower(strings.TrimSpace(line)); a == "y" || a == "yes" {
-		return true
+		return nil
 	}
-	fmt.Fprintf(stderr, "snowflakectl %s: not confirmed; nothing changed\n", cmd)
-	return false
+	return errNotConfirmed
+}
+
+// mayAsk refuses, before anything is done, a command that will need a
+// yes where nobody can give one (no --yes, and stdin no terminal).
+func (c *ctl) mayAsk(yes bool) error {
+	if !yes && !c.in.terminal {
+		return usage(errNoTerminal)
+	}
+	return nil
+}
+
+// ask asks why at the terminal, unless --yes.
+func (c *ctl) ask(yes bool, why string) error {
+	if yes {
+		return nil
+	}
+	return c.in.confirm(c.stdout, why)
 }

@@ -2,14 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -25,55 +26,57 @@ type decoded struct {
 	Short      string `json:"short"`
 }
 
-func runDecode(args []string, stdout, stderr io.Writer) int {
-	return decodeFrom(args, os.Stdin, stdout, stderr)
+func (c *ctl) decodeCommand() *ffcli.Command {
+	fs := newFlagSet("decode")
+	asJSON := fs.Bool("json", false, "print one JSON object per ID (keys id, unix_ms, time, datacenter, machine, sequence, short)")
+	return c.command(fs, "[--json] ID... (or IDs on stdin, one per line, with -)",
+		"split IDs into their fields",
+		"Prints the fields of each ID, one line (or one JSON object) per ID. An ID is\n"+
+			"decimal or the 13-character short form (Crockford base-32, either case).",
+		func(_ context.Context, ids []string) error {
+			if len(ids) == 0 {
+				return usagef("no ID given (pass IDs as arguments, or - to read them from stdin)")
+			}
+			if len(ids) == 1 && ids[0] == "-" {
+				ids = nil
+				sc := bufio.NewScanner(c.in.r)
+				for sc.Scan() {
+					if s := strings.TrimSpace(sc.Text()); s != "" {
+						ids = append(ids, s)
+					}
+				}
+				if err := sc.Err(); err != nil {
+					return fmt.Errorf("reading stdin: %w", err)
+				}
+			}
+			return c.decode(ids, *asJSON)
+		})
 }
 
-func decodeFrom(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("decode", "[--json] ID... (or IDs on stdin, one per line, with -)",
-		"Prints the fields of each ID, one line (or one JSON object) per ID. An ID is\n"+
-			"decimal or the 13-character short form (Crockford base-32, either case).")
-	asJSON := fs.Bool("json", false, "print one JSON object per ID (keys id, unix_ms, time, datacenter, machine, sequence, short)")
-	if rc := parse(fs, idsAfterFlags(args), stdout, stderr); rc >= 0 {
-		return rc
-	}
-	ids := fs.Args()
-	if len(ids) == 0 {
-		return usageError(stderr, "decode", "no ID given (pass IDs as arguments, or - to read them from stdin)")
-	}
-	if len(ids) == 1 && ids[0] == "-" {
-		ids = nil
-		sc := bufio.NewScanner(stdin)
-		for sc.Scan() {
-			if s := strings.TrimSpace(sc.Text()); s != "" {
-				ids = append(ids, s)
-			}
-		}
-		if err := sc.Err(); err != nil {
-			fmt.Fprintf(stderr, "snowflakectl decode: reading stdin: %v\n", err)
-			return exitFailure
-		}
-	}
-	w := bufio.NewWriter(stdout)
+// decode prints each ID's fields; an ID that is none is said on stderr, in
+// its place (stdout flushed first, for a terminal showing both), and the
+// others go on: exit 2 after the last.
+func (c *ctl) decode(ids []string, asJSON bool) error {
+	w := bufio.NewWriter(c.stdout)
 	defer w.Flush()
 	enc := json.NewEncoder(w)
-	rc := exitOK
+	var status error
 	for _, s := range ids {
 		d, err := decodeOne(s)
 		if err != nil {
 			w.Flush()
-			fmt.Fprintf(stderr, "snowflakectl decode: %v\n", err)
-			rc = exitUsage
+			c.warnf("decode", "%v", err)
+			status = exitStatus(exitUsage)
 			continue
 		}
-		if *asJSON {
+		if asJSON {
 			_ = enc.Encode(d)
 			continue
 		}
 		fmt.Fprintf(w, "%d unix_ms=%d time=%s datacenter=%d machine=%d sequence=%d short=%s\n",
 			d.ID, d.UnixMs, d.Time, d.Datacenter, d.Machine, d.Sequence, d.Short)
 	}
-	return rc
+	return status
 }
 
 // idsAfterFlags ends the flags before the first negative number: to the

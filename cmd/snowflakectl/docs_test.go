@@ -32,9 +32,9 @@ func commandFlags(t *testing.T) map[string][]ctlFlag {
 		}
 	}
 	out := map[string][]ctlFlag{}
-	for name, c := range commands() {
+	for name := range commands() {
 		var stdout bytes.Buffer
-		if code := c.run([]string{"-h"}, &stdout, io.Discard); code != exitOK {
+		if code := run([]string{name, "-h"}, input{}, &stdout, io.Discard); code != exitOK {
 			t.Fatalf("snowflakectl %s -h: exit %d", name, code)
 		}
 		lines := strings.Split(stdout.String(), "\n")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/snowfleet/snowfleet/cmd/internal/cliflag"
 	"github.com/snowfleet/snowfleet/coordinator/tree"
@@ -36,11 +39,23 @@ type fleetsReport struct {
 	Failed []string `json:"failed"`
 }
 
-// runFleets is snowflakectl fleets: every fleet of the ensembles given, and
-// the overlaps between them, in one ensemble or across them (IDs of two
-// regions collide as surely as those of two roots in one ensemble).
-func runFleets(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("fleets", "[--zk-auth user:password] [--json] ENSEMBLE [ENSEMBLE...]",
+// fleetsCommand is snowflakectl fleets: every fleet of the ensembles
+// given, and the overlaps between them, in one ensemble or across them
+// (IDs of two regions collide as surely as those of two roots in one
+// ensemble).
+func (c *ctl) fleetsCommand() *ffcli.Command {
+	fs := newFlagSet("fleets")
+	// --zk-auth and --zk-auth-file only: the ensembles are arguments.
+	fs.StringVar(&c.zk.auth, "zk-auth", "", "ZooKeeper digest auth `user:password` (env SNOWFLAKE_ZK_AUTH); fleet roots are world-readable, so rarely needed")
+	fs.StringVar(&c.zk.authFile, "zk-auth-file", "", "`file` holding the ZooKeeper digest credentials, one line user:password, not accessible to others (env SNOWFLAKE_ZK_AUTH_FILE)")
+	c.zk.tls.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object {fleets, overlaps, failed}")
+	c.ids.registerInsecure(fs, "count roots made without credentials too, whatever their ACL (fleets run with --zk-insecure; env SNOWFLAKE_ZK_INSECURE)")
+	var skip scanSkipFlag
+	skip.register(fs)
+	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching and reading each ensemble's registry")
+	return c.command(fs, "[--zk-auth user:password] [--json] ENSEMBLE [ENSEMBLE...]",
+		"list every fleet of the ensembles given; exit 1 on an overlap (the region check)",
 		"Lists every fleet registered in the ensembles given (each argument one\n"+
 			"ensemble's comma-separated host:port list; the registry is "+tree.RegistryPath+",\n"+
 			"written by init) with the datacenters it owns, and exits 1 when two of them\n"+
@@ -48,52 +63,40 @@ func runFleets(args []string, stdout, stderr io.Writer) int {
 			"ensemble's registry could not be read or is not protected (its ACL lets the\n"+
 			"world write, or names no operator identity with admin: anyone could have\n"+
 			"registered there), unless --zk-insecure (fleets made without credentials).\n"+
-			"Run it with every region's ensemble before opening a region.")
-	var za zkFlags // --zk-auth and --zk-auth-file only: the ensembles are arguments
-	fs.StringVar(&za.auth, "zk-auth", "", "ZooKeeper digest auth `user:password` (env SNOWFLAKE_ZK_AUTH); fleet roots are world-readable, so rarely needed")
-	fs.StringVar(&za.authFile, "zk-auth-file", "", "`file` holding the ZooKeeper digest credentials, one line user:password, not accessible to others (env SNOWFLAKE_ZK_AUTH_FILE)")
-	var zt zkTLSFlags
-	zt.register(fs)
-	asJSON := fs.Bool("json", false, "print one JSON object {fleets, overlaps, failed}")
-	var ids identityFlags
-	ids.registerInsecure(fs, "count roots made without credentials too, whatever their ACL (fleets run with --zk-insecure; env SNOWFLAKE_ZK_INSECURE)")
-	var skip scanSkipFlag
-	skip.register(fs)
-	timeout := fs.Duration("timeout", 30*time.Second, "bound on reaching and reading each ensemble's registry")
-	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
-		return rc
-	}
-	if fs.NArg() == 0 {
-		return usageError(stderr, "fleets", "give at least one ensemble (host:port[,host:port...])")
-	}
-	if err := za.readAuth(); err != nil {
-		return usageError(stderr, "fleets", "%v", err)
-	}
-	if err := zt.check(); err != nil {
-		return usageError(stderr, "fleets", "%v", err)
-	}
-	if *timeout <= 0 {
-		return usageError(stderr, "fleets", "--timeout %v must be positive", *timeout)
-	}
-	if err := skip.check(stderr, "fleets"); err != nil {
-		return usageError(stderr, "fleets", "%v", err)
-	}
-	ensembles, err := parseEnsembles(fs.Args())
-	if err != nil {
-		return usageError(stderr, "fleets", "%v", err)
-	}
-	rep := readEnsembles(ensembles, za.auth, zt.files, *timeout, ids.insecure, stderr)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
-	} else {
-		rep.print(stdout, len(ensembles))
-	}
-	if len(rep.Overlaps) > 0 || len(rep.Failed) > 0 {
-		return exitFailure
-	}
-	return exitOK
+			"Run it with every region's ensemble before opening a region.",
+		func(_ context.Context, args []string) error {
+			if len(args) == 0 {
+				return usagef("give at least one ensemble (host:port[,host:port...])")
+			}
+			if err := c.zk.readAuth(); err != nil {
+				return usage(err)
+			}
+			if err := c.zk.tls.check(); err != nil {
+				return usage(err)
+			}
+			if *timeout <= 0 {
+				return usagef("--timeout %v must be positive", *timeout)
+			}
+			if err := skip.check(c, "fleets"); err != nil {
+				return usage(err)
+			}
+			ensembles, err := parseEnsembles(args)
+			if err != nil {
+				return usage(err)
+			}
+			rep := c.readEnsembles(ensembles, *timeout)
+			if *asJSON {
+				enc := json.NewEncoder(c.stdout)
+				enc.SetIndent("", "  ")
+				_ = enc.Encode(rep)
+			} else {
+				rep.print(c.stdout, len(ensembles))
+			}
+			if len(rep.Overlaps) > 0 || len(rep.Failed) > 0 {
+				return exitStatus(exitFailure) // said in the report, and each failed ensemble on stderr
+			}
+			return nil
+		})
 }
 
 // readEnsemble reads the fleet registry of one ensemble, bounded by timeout.
@@ -149,15 +152,15 @@ func parseEnsembles(args []string) ([][]string, error) {
 // readEnsembles reads each ensemble's registry and reports the fleets
 // registered, the overlaps between them, and the ensembles whose registry
 // could not be read or is not protected, each also said on stderr.
-func readEnsembles(ensembles [][]string, auth string, files tlsfiles.Files, timeout time.Duration, insecure bool, stderr io.Writer) fleetsReport {
+func (c *ctl) readEnsembles(ensembles [][]string, timeout time.Duration) fleetsReport {
 	rep := fleetsReport{Fleets: []fleetRow{}, Overlaps: []string{}, Failed: []string{}}
 	var all []tree.FleetRoot
 	for _, servers := range ensembles {
 		name := strings.Join(servers, ",")
-		reg, err := readEnsemble(servers, auth, files, timeout, insecure)
+		reg, err := readEnsemble(servers, c.zk.auth, c.zk.tls.files, timeout, c.ids.insecure)
 		if err != nil {
 			rep.Failed = append(rep.Failed, name)
-			fmt.Fprintf(stderr, "snowflakectl fleets: ensemble %s: %v\n", name, err)
+			c.warnf("fleets", "ensemble %s: %v", name, err)
 			continue
 		}
 		for _, f := range reg.Fleets {

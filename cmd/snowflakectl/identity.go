@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
@@ -24,18 +23,17 @@ type identityFlags struct {
 // register binds --zk-worker-auth-file, and --zk-insecure when
 // withInsecure.
 func (f *identityFlags) register(fs *flag.FlagSet, withInsecure bool) {
-	fs.StringVar(&f.workerFile, "zk-worker-auth-file", os.Getenv("SNOWFLAKE_ZK_WORKER_AUTH_FILE"),
+	fs.StringVar(&f.workerFile, "zk-worker-auth-file", "",
 		"`file` holding the workers' ZooKeeper digest credentials, one line user:password, not accessible to others (env SNOWFLAKE_ZK_WORKER_AUTH_FILE): they get create/delete in leases/ and standby/ and read/write on the slot nodes, nothing more")
 	if withInsecure {
 		f.registerInsecure(fs, "make the tree without credentials, world-writable: anyone reaching ZooKeeper can then cause duplicate IDs (env SNOWFLAKE_ZK_INSECURE; without it, no credentials is refused)")
 	}
 }
 
-// registerInsecure binds --zk-insecure (env SNOWFLAKE_ZK_INSECURE: any
-// value but "" and false).
+// registerInsecure binds --zk-insecure (env SNOWFLAKE_ZK_INSECURE, a
+// boolean as snowflaked reads it: true, 1, false, 0...).
 func (f *identityFlags) registerInsecure(fs *flag.FlagSet, usage string) {
-	env := os.Getenv("SNOWFLAKE_ZK_INSECURE")
-	fs.BoolVar(&f.insecure, "zk-insecure", env != "" && env != "false" && env != "0", usage)
+	fs.BoolVar(&f.insecure, "zk-insecure", false, usage)
 }
 
 // errNoCredentials: init without credentials and without --zk-insecure.

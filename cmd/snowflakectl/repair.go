@@ -4,19 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
-func runRepair(args []string, in input, stdout, stderr io.Writer) int {
-	fs := newFlagSet("repair", "--slot dcNN-mNN[,...]|all [--reserve-until MS|now+DURATION] [--datacenters RANGES|all --max-horizon D --max-skew D] [--yes] [--zk HOST:PORT,...] [--zk-root /snowflake]",
+func (c *ctl) repairCommand() *ffcli.Command {
+	fs := newFlagSet("repair")
+	c.zk.register(fs)
+	c.ids.register(fs, false)
+	slotsFlag := fs.String("slot", "", "the `slots` to re-create: dcNN-mNN, comma-separated, or all")
+	untilFlag := fs.String("reserve-until", "", "the reservation of the re-created nodes: Unix `ms`, or now+DURATION (default now + the root's bound, 41s by default)")
+	unsafeLow := fs.Bool("unsafe-low-reservation", false, "allow a --reserve-until below now + the root's bound: the re-created slots can repeat IDs a holder issued up to then")
+	var skip scanSkipFlag
+	skip.register(fs)
+	dcs := fs.String("datacenters", "", "the datacenter `ranges` a root made again owns, such as 0-3,8, or all (required when the root is missing)")
+	maxHorizon := fs.Duration("max-horizon", 0, "the bound on its workers' --horizon a root made again records, as given to init (required when the root is missing; else the root's own)")
+	maxSkew := fs.Duration("max-skew", 0, "the bound on its workers' --max-skew a root made again records, as given to init (required when the root is missing; else the root's own)")
+	reset := fs.Bool("reset", false, "also rewrite each named slot node that exists but is damaged (no slot record, or a forged reservation past ZooKeeper's time of its write + the root's bound) with the reservation; a valid node is never written")
+	yes := fs.Bool("yes", false, "do not ask for confirmation (for scripts)")
+	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and repairing")
+	return c.command(fs, "--slot dcNN-mNN[,...]|all [--reserve-until MS|now+DURATION] [--datacenters RANGES|all --max-horizon D --max-skew D] [--yes] [--zk HOST:PORT,...] [--zk-root /snowflake]",
+		"re-create slot nodes deleted by hand, with a reservation (asks first)",
 		"Re-creates slot nodes deleted by hand (and leases/, slots/ or the root if they\n"+
 			"are missing), each with the reservation --reserve-until, so that the slot's\n"+
 			"next holder issues only timestamps above it. Workers refuse a slot whose node\n"+
@@ -31,78 +45,79 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 			"--reset and it is damaged: it holds no slot record, or a reservation past\n"+
 			"ZooKeeper's time of its last write plus the root's bound (no holder wrote it;\n"+
 			"workers avoid the slot): then it is rewritten with the reservation. Asks for confirmation;\n"+
-			"--yes skips it, and without a terminal --yes is required.")
-	var z zkFlags
-	z.register(fs)
-	var ids identityFlags
-	ids.register(fs, false)
-	slotsFlag := fs.String("slot", "", "the `slots` to re-create: dcNN-mNN, comma-separated, or all")
-	untilFlag := fs.String("reserve-until", "", "the reservation of the re-created nodes: Unix `ms`, or now+DURATION (default now + the root's bound, 41s by default)")
-	unsafeLow := fs.Bool("unsafe-low-reservation", false, "allow a --reserve-until below now + the root's bound: the re-created slots can repeat IDs a holder issued up to then")
-	var skip scanSkipFlag
-	skip.register(fs)
-	dcs := fs.String("datacenters", "", "the datacenter `ranges` a root made again owns, such as 0-3,8, or all (required when the root is missing)")
-	maxHorizon := fs.Duration("max-horizon", 0, "the bound on its workers' --horizon a root made again records, as given to init (required when the root is missing; else the root's own)")
-	maxSkew := fs.Duration("max-skew", 0, "the bound on its workers' --max-skew a root made again records, as given to init (required when the root is missing; else the root's own)")
-	reset := fs.Bool("reset", false, "also rewrite each named slot node that exists but is damaged (no slot record, or a forged reservation past ZooKeeper's time of its write + the root's bound) with the reservation; a valid node is never written")
-	yes := fs.Bool("yes", false, "do not ask for confirmation (for scripts)")
-	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and repairing")
-	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
-		return rc
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, "repair", "unexpected argument %q", fs.Arg(0))
-	}
-	servers, err := z.check()
-	if err != nil {
-		return usageError(stderr, "repair", "%v", err)
-	}
-	scheme, given, err := ids.scheme(z.auth, false)
-	if err != nil {
-		return usageError(stderr, "repair", "%v", err)
-	}
-	slots, err := parseSlotList(*slotsFlag)
-	if err != nil {
-		return usageError(stderr, "repair", "--slot: %v", err)
-	}
-	now := time.Now()
-	var until int64
-	if strings.TrimSpace(*untilFlag) != "" {
-		if until, err = parseReserveUntil(*untilFlag, now); err != nil {
-			return usageError(stderr, "repair", "--reserve-until: %v", err)
-		}
-	}
-	var owned tree.DCSet
-	switch strings.TrimSpace(*dcs) {
-	case "":
-	case "all":
-		owned = tree.AllDatacenters
-	default:
-		if owned, err = tree.ParseDCSet(*dcs); err != nil {
-			return usageError(stderr, "repair", "--datacenters: %v", err)
-		}
-	}
-	if *maxHorizon < 0 || *maxSkew < 0 {
-		return usageError(stderr, "repair", "--max-horizon %v and --max-skew %v must be positive", *maxHorizon, *maxSkew)
-	}
-	if *timeout <= 0 {
-		return usageError(stderr, "repair", "--timeout %v must be positive", *timeout)
-	}
-	if err := skip.check(stderr, "repair"); err != nil {
-		return usageError(stderr, "repair", "%v", err)
-	}
-	if !*yes && !in.terminal {
-		return usageError(stderr, "repair", "%v", errNoTerminal)
-	}
-	conn, err := z.dial(servers, max(*timeout, 2*time.Second))
-	if err != nil {
-		fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
-		return exitFailure
-	}
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
+			"--yes skips it, and without a terminal --yes is required.",
+		func(ctx context.Context, args []string) error {
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			servers, err := c.zk.check()
+			if err != nil {
+				return usage(err)
+			}
+			scheme, given, err := c.ids.scheme(c.zk.auth, false)
+			if err != nil {
+				return usage(err)
+			}
+			slots, err := parseSlotList(*slotsFlag)
+			if err != nil {
+				return usagef("--slot: %v", err)
+			}
+			now := time.Now()
+			var until int64
+			if strings.TrimSpace(*untilFlag) != "" {
+				if until, err = parseReserveUntil(*untilFlag, now); err != nil {
+					return usagef("--reserve-until: %v", err)
+				}
+			}
+			var owned tree.DCSet
+			switch strings.TrimSpace(*dcs) {
+			case "":
+			case "all":
+				owned = tree.AllDatacenters
+			default:
+				if owned, err = tree.ParseDCSet(*dcs); err != nil {
+					return usagef("--datacenters: %v", err)
+				}
+			}
+			if *maxHorizon < 0 || *maxSkew < 0 {
+				return usagef("--max-horizon %v and --max-skew %v must be positive", *maxHorizon, *maxSkew)
+			}
+			if *timeout <= 0 {
+				return usagef("--timeout %v must be positive", *timeout)
+			}
+			if err := skip.check(c, "repair"); err != nil {
+				return usage(err)
+			}
+			if err := c.mayAsk(*yes); err != nil {
+				return err
+			}
+			conn, err := c.zk.dial(servers, max(*timeout, 2*time.Second))
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			ctx, cancel := context.WithTimeout(ctx, *timeout)
+			defer cancel()
+			// As recover: the question says what repair will do, and stdout
+			// then says only what it did.
+			if err := c.ask(*yes, repairQuestion(slots, c.zk.root, servers, until, now, *reset)); err != nil {
+				return err
+			}
+			if !given {
+				if scheme, err = tree.FleetACLFromTree(conn, c.zk.root, c.zk.auth); err != nil {
+					return err
+				}
+			}
+			res, err := tree.RepairSlots(ctx, conn, tree.RepairConfig{Root: c.zk.root, ACL: scheme,
+				Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, MaxHorizon: *maxHorizon, MaxSkew: *maxSkew, Reset: *reset})
+			c.printRepair(res)
+			return hintNoAuth(err, "the fleet's nodes are writable by its operator only; pass the operator's --zk-auth-file")
+		})
+}
 
+// repairQuestion is what repair asks before it writes: what it will make,
+// where, with which reservation (until, or 0: the root's bound from now).
+func repairQuestion(slots []snowflake.Slot, root string, servers []string, until int64, now time.Time, reset bool) string {
 	what := fmt.Sprintf("%d slot node(s)", len(slots))
 	if len(slots) == 1 {
 		what = "slot node " + slots[0].String()
@@ -112,53 +127,36 @@ func runRepair(args []string, in input, stdout, stderr io.Writer) int {
 		when = fmt.Sprintf("%s (%d ms, %s from now)", time.UnixMilli(until).UTC().Format(msTime), until,
 			(time.Duration(until-now.UnixMilli()) * time.Millisecond).String())
 	}
-	// As recover: the question says what repair will do, and stdout then
-	// says only what it did.
 	existing := "leave existing nodes as they are"
-	if *reset {
+	if reset {
 		existing = "rewrite existing nodes that are damaged (no slot record, or a forged reservation) with the same, and leave valid ones as they are"
 	}
-	if !*yes && !in.confirm(stdout, stderr, "repair", fmt.Sprintf(
-		"repair %s under %s on %s will make the missing nodes with reserved_until %s and %s. IDs of a re-created slot start above that time.",
-		what, z.root, strings.Join(servers, ","), when, existing)) {
-		return exitFailure
-	}
-	if !given {
-		if scheme, err = tree.FleetACLFromTree(conn, z.root, z.auth); err != nil {
-			fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
-			return exitFailure
-		}
-	}
-	res, err := tree.RepairSlots(ctx, conn, tree.RepairConfig{Root: z.root, ACL: scheme,
-		Slots: slots, ReservedUntilMs: until, AllowLow: *unsafeLow, Owned: owned, MaxHorizon: *maxHorizon, MaxSkew: *maxSkew, Reset: *reset})
-	until = res.ReservedUntilMs
+	return fmt.Sprintf("repair %s under %s on %s will make the missing nodes with reserved_until %s and %s. IDs of a re-created slot start above that time.",
+		what, root, strings.Join(servers, ","), when, existing)
+}
+
+// printRepair says what repair did, also when it stopped part-way.
+func (c *ctl) printRepair(res tree.RepairResult) {
+	until := time.UnixMilli(res.ReservedUntilMs).UTC().Format(msTime)
 	for _, p := range res.MadeTree {
-		fmt.Fprintf(stdout, "made %s\n", p)
+		fmt.Fprintf(c.stdout, "made %s\n", p)
 	}
 	if res.MaxHorizon > 0 {
-		fmt.Fprintf(stdout, "the root's bound: max horizon %v, max skew %v\n", res.MaxHorizon, res.MaxSkew)
+		fmt.Fprintf(c.stdout, "the root's bound: max horizon %v, max skew %v\n", res.MaxHorizon, res.MaxSkew)
 	}
 	for _, s := range res.Made {
-		fmt.Fprintf(stdout, "made %s reserved until %s\n", s, time.UnixMilli(until).UTC().Format(msTime))
+		fmt.Fprintf(c.stdout, "made %s reserved until %s\n", s, until)
 	}
 	for _, s := range res.Reset {
-		fmt.Fprintf(stdout, "reset damaged %s: reserved until %s\n", s, time.UnixMilli(until).UTC().Format(msTime))
+		fmt.Fprintf(c.stdout, "reset damaged %s: reserved until %s\n", s, until)
 	}
 	if n := len(res.Existing); n > 0 && n <= 8 {
 		for _, s := range res.Existing {
-			fmt.Fprintf(stdout, "%s exists; left as it is\n", s)
+			fmt.Fprintf(c.stdout, "%s exists; left as it is\n", s)
 		}
 	} else if n > 8 {
-		fmt.Fprintf(stdout, "%d slot nodes exist; left as they are\n", n)
+		fmt.Fprintf(c.stdout, "%d slot nodes exist; left as they are\n", n)
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "snowflakectl repair: %v\n", err)
-		if errors.Is(err, zk.ErrNoAuth) {
-			fmt.Fprintln(stderr, "snowflakectl repair: the fleet's nodes are writable by its operator only; pass the operator's --zk-auth-file")
-		}
-		return exitFailure
-	}
-	return exitOK
 }
 
 // parseSlotList reads "all" or comma-separated dcNN-mNN names.

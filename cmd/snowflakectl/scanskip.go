@@ -3,7 +3,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
@@ -38,7 +37,7 @@ func (f *scanSkipFlag) register(fs *flag.FlagSet) {
 
 // check refuses a value that was never valid, and warns that the flags
 // are ignored.
-func (f *scanSkipFlag) check(stderr io.Writer, cmd string) error {
+func (f *scanSkipFlag) check(c *ctl, cmd string) error {
 	for _, p := range f.paths {
 		if !tree.ValidSkipPath(p) {
 			return fmt.Errorf("--zk-scan-skip %q must be an absolute, clean znode path such as /apps/private (not /, no trailing /)", p)
@@ -48,7 +47,7 @@ func (f *scanSkipFlag) check(stderr io.Writer, cmd string) error {
 		return fmt.Errorf("--scan-limit %d must not be negative", f.limit)
 	}
 	if len(f.paths) > 0 || f.limit > 0 {
-		fmt.Fprintf(stderr, "snowflakectl %s: --zk-scan-skip and --scan-limit are ignored: fleets are registered in %s, not searched for\n", cmd, tree.RegistryPath)
+		c.warnf(cmd, "--zk-scan-skip and --scan-limit are ignored: fleets are registered in %s, not searched for", tree.RegistryPath)
 	}
 	return nil
 }

@@ -23,7 +23,7 @@ type secFlags struct {
 }
 
 func (s *secFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&s.passwordFile, "password-file", os.Getenv("SNOWFLAKE_PASSWORD_FILE"),
+	fs.StringVar(&s.passwordFile, "password-file", "",
 		"`file` whose first line is the password to AUTH with (env SNOWFLAKE_PASSWORD_FILE); not accessible to others")
 	fs.BoolVar(&s.tls, "tls", false, "connect with TLS (the workers' --tls-listen port)")
 	fs.StringVar(&s.caFile, "tls-ca-cert-file", "", "PEM `file` of the CA that signs the workers' certificates (default: the system's)")

@@ -1,17 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/go-zookeeper/zk"
+	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
@@ -41,13 +40,6 @@ func (z *zkFlags) readSlotMap(servers []string, timeout time.Duration) (tree.Slo
 	case <-time.After(timeout):
 		return tree.SlotMap{}, fmt.Errorf("zookeeper %s did not answer within %v (--timeout)", strings.Join(servers, ","), timeout)
 	}
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }
 
 // slotRow is one slot of the map, as printed and as JSON.
@@ -102,52 +94,44 @@ type slotsReport struct {
 	Damaged map[string]string `json:"damaged,omitempty"`
 }
 
-func runSlots(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("slots", "[--zk HOST:PORT,...] [--zk-root /snowflake] [--all] [--json]",
+func (c *ctl) slotsCommand() *ffcli.Command {
+	fs := newFlagSet("slots")
+	c.zk.register(fs)
+	all := fs.Bool("all", false, "also list slots used before but not held now")
+	asJSON := fs.Bool("json", false, "print one JSON object "+slotsJSONShape)
+	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and reading the map")
+	return c.command(fs, "[--zk HOST:PORT,...] [--zk-root /snowflake] [--all] [--json]",
+		"show the live slot map from ZooKeeper",
 		"Shows the live slot map from ZooKeeper: which worker holds which slot, its\n"+
 			"reservation and its last issued timestamp, then how many slots are held, and\n"+
 			"how many of those in the fleet's datacenters are free. AHEAD is reserved_until - now (how far the holder's\n"+
 			"confirmed reservation runs ahead of this machine's clock; negative means it\n"+
 			"stopped renewing). IDLE is now - last issued (as of the holder's last renew).\n"+
-			"Last, the standbys waiting for a slot (nodes in standby/).")
-	var z zkFlags
-	z.register(fs)
-	all := fs.Bool("all", false, "also list slots used before but not held now")
-	asJSON := fs.Bool("json", false, "print one JSON object "+slotsJSONShape)
-	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and reading the map")
-	if rc := parse(fs, args, stdout, stderr); rc >= 0 {
-		return rc
-	}
-	if fs.NArg() > 0 {
-		return usageError(stderr, "slots", "unexpected argument %q", fs.Arg(0))
-	}
-	servers, err := z.check()
-	if err != nil {
-		return usageError(stderr, "slots", "%v", err)
-	}
-	if *timeout <= 0 {
-		return usageError(stderr, "slots", "--timeout %v must be positive", *timeout)
-	}
-	m, err := z.readSlotMap(servers, *timeout)
-	if err != nil {
-		fmt.Fprintf(stderr, "snowflakectl slots: read the slot map: %v\n", err)
-		if errors.Is(err, zk.ErrNoAuth) {
-			fmt.Fprintln(stderr, "snowflakectl slots: the root is not world-readable; pass --zk-auth")
-		}
-		return exitFailure
-	}
-	rep := buildSlotsReport(m, z.root, time.Now(), *all)
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "snowflakectl slots: %v\n", err)
-			return exitFailure
-		}
-		return exitOK
-	}
-	printSlots(stdout, rep, strings.Join(servers, ","))
-	return exitOK
+			"Last, the standbys waiting for a slot (nodes in standby/).",
+		func(_ context.Context, args []string) error {
+			if err := noArgs(args); err != nil {
+				return err
+			}
+			servers, err := c.zk.check()
+			if err != nil {
+				return usage(err)
+			}
+			if *timeout <= 0 {
+				return usagef("--timeout %v must be positive", *timeout)
+			}
+			m, err := c.zk.readSlotMap(servers, *timeout)
+			if err != nil {
+				return hintNoAuth(fmt.Errorf("read the slot map: %w", err), "the root is not world-readable; pass --zk-auth")
+			}
+			rep := buildSlotsReport(m, c.zk.root, time.Now(), *all)
+			if *asJSON {
+				enc := json.NewEncoder(c.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			printSlots(c.stdout, rep, strings.Join(servers, ","))
+			return nil
+		})
 }
 
 func buildSlotsReport(m tree.SlotMap, root string, now time.Time, all bool) slotsReport {

@@ -17,18 +17,19 @@ import (
 )
 
 // zkFlags are the ZooKeeper flags the commands that read or write a fleet's
-// tree share; each defaults from the environment variable snowflaked reads
-// for it. check holds them to zklayout.ZKConfig's rules, the ones the
-// worker and the Go client are held to.
+// tree share; each reads the environment variable snowflaked reads for it
+// (envFlags; the credentials at check). check holds them to
+// zklayout.ZKConfig's rules, the ones the worker and the Go client are held
+// to.
 type zkFlags struct {
 	servers, root, auth, authFile string
 	tls                           zkTLSFlags
 }
 
 func (z *zkFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&z.servers, "zk", envOr("SNOWFLAKE_ZK", "127.0.0.1:2181"),
+	fs.StringVar(&z.servers, "zk", "127.0.0.1:2181",
 		"ZooKeeper `servers`, comma-separated host:port (env SNOWFLAKE_ZK)")
-	fs.StringVar(&z.root, "zk-root", envOr("SNOWFLAKE_ZK_ROOT", zklayout.DefaultRoot),
+	fs.StringVar(&z.root, "zk-root", zklayout.DefaultRoot,
 		"the fleet's root `znode` (env SNOWFLAKE_ZK_ROOT)")
 	// The environment's credentials are read at check, never shown as a
 	// default in -h.
@@ -91,7 +92,10 @@ func flagError(err error, flagOf func(field string) string) error {
 
 // readAuth settles the ZooKeeper credentials: --zk-auth, or the file
 // --zk-auth-file names, or else SNOWFLAKE_ZK_AUTH_FILE or
-// SNOWFLAKE_ZK_AUTH from the environment.
+// SNOWFLAKE_ZK_AUTH from the environment. The pair is one setting, read
+// here rather than flag by flag (envFlags): --zk-auth on the command line
+// is not "both given" beside a file named in the environment, and the
+// file wins over the environment's password.
 func (z *zkFlags) readAuth() error {
 	if z.auth != "" && z.authFile != "" {
 		return errors.New("--zk-auth and --zk-auth-file are both given; give one")

@@ -2,15 +2,14 @@ package main
 
 import (
 	"flag"
-	"os"
 
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/snowflake/tlsfiles"
 )
 
 // zkTLSFlags are snowflaked's --zk-tls-* flags, for an ensemble that
-// serves its secureClientPort only; each defaults from the environment
-// variable snowflaked reads for it.
+// serves its secureClientPort only; each reads the environment variable
+// snowflaked reads for it (envFlags).
 type zkTLSFlags struct{ files tlsfiles.Files }
 
 // zkTLSFlagName is the flag of a tlsfiles.Files field.
@@ -25,11 +24,11 @@ func zkTLSFlagName(field string) string {
 }
 
 func (z *zkTLSFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&z.files.CertFile, "zk-tls-cert-file", os.Getenv("SNOWFLAKE_ZK_TLS_CERT_FILE"),
+	fs.StringVar(&z.files.CertFile, "zk-tls-cert-file", "",
 		"PEM client certificate `file` for ZooKeeper's secureClientPort (env SNOWFLAKE_ZK_TLS_CERT_FILE); any --zk-tls-* turns TLS to ZooKeeper on")
-	fs.StringVar(&z.files.KeyFile, "zk-tls-key-file", os.Getenv("SNOWFLAKE_ZK_TLS_KEY_FILE"),
+	fs.StringVar(&z.files.KeyFile, "zk-tls-key-file", "",
 		"PEM key `file` of --zk-tls-cert-file (env SNOWFLAKE_ZK_TLS_KEY_FILE)")
-	fs.StringVar(&z.files.CACertFile, "zk-tls-ca-cert-file", os.Getenv("SNOWFLAKE_ZK_TLS_CA_CERT_FILE"),
+	fs.StringVar(&z.files.CACertFile, "zk-tls-ca-cert-file", "",
 		"PEM CA `file` the ZooKeeper servers' certificates are checked against (env SNOWFLAKE_ZK_TLS_CA_CERT_FILE; default: the system's)")
 }
 
