@@ -61,10 +61,20 @@ type auditReport struct {
 	Impossible   []auditBad  `json:"impossible"`
 	Impossibles  int         `json:"impossible_values"`
 	PerSlot      []slotCount `json:"per_slot"`
-	NotChecked   []string    `json:"not_checked"`
+	// With a history (--history): the IDs in no tenure of the fleet (a
+	// finding), and how many fell in a tenure, before the recorded
+	// history, or in a span a restore lost.
+	NoTenure    []auditID `json:"no_tenure,omitempty"`
+	NoTenureIDs int       `json:"no_tenure_ids"`
+	InTenureIDs int       `json:"in_tenure_ids"`
+	BeforeIDs   int       `json:"before_history_ids"`
+	LostSpanIDs int       `json:"lost_to_restore_ids"`
+	NotChecked  []string  `json:"not_checked"`
 }
 
-func (r auditReport) findings() int { return r.DuplicateIDs + r.OutsideIDs + r.Impossibles }
+func (r auditReport) findings() int {
+	return r.DuplicateIDs + r.OutsideIDs + r.Impossibles + r.NoTenureIDs
+}
 
 // auditCommand is snowflakectl audit: the IDs of a table checked for IDs
 // issued twice, IDs of datacenters outside the fleet, and values no ID can
@@ -72,15 +82,20 @@ func (r auditReport) findings() int { return r.DuplicateIDs + r.OutsideIDs + r.I
 func (c *ctl) auditCommand() *ffcli.Command {
 	fs := newFlagSet("audit")
 	column := fs.String("column", "", "read this CSV `column`: its 1-based number, or its header's name (the first row is then the header); without it, one ID per line")
-	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8: an ID of another datacenter is a finding (default: not checked)")
-	asJSON := fs.Bool("json", false, "print one JSON object: ids, duplicates, outside_fleet, impossible, per_slot, not_checked (and the counts)")
-	return c.command(fs, "[--column N|NAME] [--datacenters RANGES] [--json] [FILE|-]",
-		"check a table's IDs (a file or stdin): issued twice, outside the fleet's datacenters, impossible; exit 1 on any",
+	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8: an ID of another datacenter is a finding (default: the history's, or not checked)")
+	histFile := fs.String("history", "", "place every ID in its slot's history from this `file` (snowflakectl history export): an ID in no tenure of the fleet is a finding")
+	asJSON := fs.Bool("json", false, "print one JSON object: ids, duplicates, outside_fleet, impossible, no_tenure, per_slot, not_checked (and the counts)")
+	return c.command(fs, "[--column N|NAME] [--datacenters RANGES] [--history FILE] [--json] [FILE|-]",
+		"check a table's IDs (a file or stdin): issued twice, outside the fleet's datacenters, impossible, in no tenure; exit 1 on any",
 		"Reads IDs, one per line or one column of a CSV file (--column), from FILE or\n"+
 			"stdin (- or none), and reports IDs issued twice, IDs of datacenters outside\n"+
 			"the fleet's (--datacenters: the ranges snowflakectl fleets prints), values no\n"+
 			"ID can be (not a number, negative, past the end of the ID space on\n"+
 			"2080-07-10, or stamped more than a day ahead of now), and the IDs per slot.\n"+
+			"With --history (snowflakectl history export), every ID is placed in its\n"+
+			"slot's history: one no holder of the fleet issued (in no tenure) is a\n"+
+			"finding; the IDs in a tenure, before the history and in spans a restore\n"+
+			"lost are counted.\n"+
 			"Exits 1 on any finding, 0 when there is none. Memory: the IDs are sorted in\n"+
 			"place, about 21 bytes per ID from a file (206 MB for 10 million), about 30\n"+
 			"from stdin (the array grows: 300 MB).",
@@ -93,6 +108,17 @@ func (c *ctl) auditCommand() *ffcli.Command {
 				var err error
 				if owned, err = tree.ParseDCSet(*dcs); err != nil {
 					return usagef("--datacenters: %v", err)
+				}
+			}
+			var hist *historyFile
+			if *histFile != "" {
+				h, err := readHistoryFile(*histFile)
+				if err != nil {
+					return usage(err)
+				}
+				hist = &h
+				if owned == 0 {
+					owned = h.owned()
 				}
 			}
 			in, name, size := c.in.r, "stdin", int64(0)
@@ -117,7 +143,7 @@ func (c *ctl) auditCommand() *ffcli.Command {
 				}
 				return err
 			}
-			rep := audit(ids, owned)
+			rep := audit(ids, owned, hist)
 			if bad != nil {
 				rep.Impossible = bad
 			}
@@ -242,9 +268,13 @@ func parseAuditID(s string, latest int64) (int64, string) {
 
 // audit sorts ids in place and counts, in one pass, the IDs seen twice,
 // those of datacenters outside owned (when given) and the IDs per slot.
-func audit(ids []int64, owned tree.DCSet) auditReport {
-	rep := auditReport{IDs: len(ids), Duplicates: []auditID{}, Outside: []auditID{}, Impossible: []auditBad{}, PerSlot: []slotCount{},
-		NotChecked: []string{"tenures: which holder's interval holds each ID (the slot records keep no history of their holders yet)"}}
+func audit(ids []int64, owned tree.DCSet, hist *historyFile) auditReport {
+	rep := auditReport{IDs: len(ids), Duplicates: []auditID{}, Outside: []auditID{}, Impossible: []auditBad{}, PerSlot: []slotCount{}}
+	if hist == nil {
+		rep.NotChecked = append(rep.NotChecked, "tenures: whether a holder of this fleet issued each ID (give --history, from snowflakectl history export)")
+	} else {
+		rep.NoTenure = []auditID{}
+	}
 	if owned == 0 {
 		rep.NotChecked = append(rep.NotChecked, "datacenters: give --datacenters")
 	}
@@ -271,11 +301,15 @@ func audit(ids []int64, owned tree.DCSet) auditReport {
 				a.Count = 0
 			}
 		}
-		if owned != 0 && !owned.Has(f.Datacenter) {
+		outside := owned != 0 && !owned.Has(f.Datacenter)
+		if outside {
 			rep.OutsideIDs++
 			if len(rep.Outside) < auditShown {
 				rep.Outside = append(rep.Outside, a)
 			}
+		}
+		if hist != nil && !outside {
+			rep.place(hist.of(s), f.UnixMs, a, j-i)
 		}
 		sp := perSlot[s]
 		if sp == nil {
@@ -294,11 +328,28 @@ func audit(ids []int64, owned tree.DCSet) auditReport {
 	return rep
 }
 
+// place counts n copies of the ID a, of timestamp ms, where h places it.
+func (r *auditReport) place(h tree.History, ms int64, a auditID, n int) {
+	switch _, where := h.Place(ms); where {
+	case tree.InTenure:
+		r.InTenureIDs += n
+	case tree.BeforeHistory:
+		r.BeforeIDs += n
+	case tree.LostSpan:
+		r.LostSpanIDs += n
+	default:
+		r.NoTenureIDs += n
+		if len(r.NoTenure) < auditShown {
+			r.NoTenure = append(r.NoTenure, a)
+		}
+	}
+}
+
 // print writes the report for a person: one line per finding, then the
 // IDs per slot, then what was not checked.
 func (r auditReport) print(w io.Writer, name string, owned tree.DCSet) {
-	fmt.Fprintf(w, "audit: %d IDs read from %s; %d finding(s): %d issued twice, %d outside the fleet, %d impossible\n",
-		r.IDs, name, r.findings(), r.DuplicateIDs, r.OutsideIDs, r.Impossibles)
+	fmt.Fprintf(w, "audit: %d IDs read from %s; %d finding(s): %d issued twice, %d outside the fleet, %d impossible, %d in no tenure\n",
+		r.IDs, name, r.findings(), r.DuplicateIDs, r.OutsideIDs, r.Impossibles, r.NoTenureIDs)
 	for _, d := range r.Duplicates {
 		fmt.Fprintf(w, "DUPLICATE %d ×%d (%s, %s)\n", d.ID, d.Count, d.Slot, d.Time)
 	}
@@ -311,6 +362,14 @@ func (r auditReport) print(w io.Writer, name string, owned tree.DCSet) {
 		fmt.Fprintf(w, "IMPOSSIBLE line %d %q: %s\n", b.Line, b.Value, b.Why)
 	}
 	more(w, r.Impossibles, len(r.Impossible))
+	for _, o := range r.NoTenure {
+		fmt.Fprintf(w, "NO TENURE %d (%s, %s): no holder of this fleet issued it (forged, another fleet's, or past a confirmed ceiling; snowflakectl whois %d)\n", o.ID, o.Slot, o.Time, o.ID)
+	}
+	more(w, r.NoTenureIDs, len(r.NoTenure))
+	if r.NoTenure != nil {
+		fmt.Fprintf(w, "history: %d in a holder's tenure, %d before the recorded history, %d in spans a restore lost, %d in no tenure\n",
+			r.InTenureIDs, r.BeforeIDs, r.LostSpanIDs, r.NoTenureIDs)
+	}
 	if len(r.PerSlot) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SLOT\tIDS\tFIRST\tLAST")

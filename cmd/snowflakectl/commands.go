@@ -31,6 +31,7 @@ func (c *ctl) commands() map[string]*ffcli.Command {
 		c.encodeCommand(), c.decodeCommand(), c.rangeCommand(), c.auditCommand(),
 		c.slotsCommand(), c.initCommand(), c.fleetsCommand(), c.nextCommand(), c.benchCommand(),
 		c.repairCommand(), c.recoverCommand(), c.secureCommand(), c.healthCommand(),
+		c.whoisCommand(), c.historyCommand(),
 	}
 	byName := make(map[string]*ffcli.Command, len(list))
 	for _, cmd := range list {
