@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 )
 
 // /slots and /slots.json read the map (about 1,030 ZooKeeper requests) at
@@ -22,7 +24,7 @@ func TestSlotsCached(t *testing.T) {
 			return time.Time{}
 		}
 		defer resp.Body.Close()
-		var v SlotsView
+		var v tree.SlotMapView
 		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.Error != "" {
 			t.Errorf("/slots.json: %v %q", err, v.Error)
 		}

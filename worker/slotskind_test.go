@@ -19,11 +19,11 @@ func TestSlotsShowEmbeddedKind(t *testing.T) {
 		{Node: "w", Slot: ws, Kind: zklayout.KindWorker, Program: "snowflaked", Addr: "10.0.0.5:7609"},
 		{Node: "e", Slot: es, Kind: zklayout.KindEmbedded, Program: "billing"},
 	}}
-	v := classify(SlotsView{Now: time.Now(), Counts: map[string]int{}}, m)
-	if v.Counts[SlotHeld] != 2 || v.Embedded != 1 {
+	v := m.View("/snowflake", time.Now())
+	if v.Counts[tree.SlotHeld] != 2 || v.Embedded != 1 {
 		t.Fatalf("counts %v embedded %d; want 2 held, 1 of them embedded", v.Counts, v.Embedded)
 	}
-	byName := map[string]SlotView{}
+	byName := map[string]tree.SlotView{}
 	for _, s := range v.Slots {
 		byName[s.Slot] = s
 	}

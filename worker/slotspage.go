@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 )
 
@@ -21,7 +22,7 @@ const (
 )
 
 type slotsPageData struct {
-	V            SlotsView
+	V            tree.SlotMapView
 	Cells        []slotCell
 	RowLabels    []gridLabel
 	ColLabels    []gridLabel
@@ -49,22 +50,28 @@ type legendItem struct{ Class, Text string }
 // embeddedClass marks a held slot whose holder is an embedded lease.
 const embeddedClass = "embedded"
 
-func newSlotsPageData(v SlotsView) slotsPageData {
+func newSlotsPageData(v tree.SlotMapView) slotsPageData {
+	embedded := 0 // the held cells drawn as embedded, beside the workers'
+	for _, s := range v.Slots {
+		if s.State == tree.SlotHeld && s.Kind == zklayout.KindEmbedded {
+			embedded++
+		}
+	}
 	d := slotsPageData{V: v, Width: gridLeft + 32*cellPitch, Height: gridTop + 32*cellPitch, Refresh: 5,
 		Legend: []legendItem{
-			{SlotHeld, fmt.Sprintf("held by a worker (%d)", v.Counts[SlotHeld]-v.Embedded)},
-			{SlotReserved, fmt.Sprintf("reserved, cooling down: no holder, reservation still ahead of the clock (%d)", v.Counts[SlotReserved])},
-			{SlotFree, fmt.Sprintf("free (%d)", v.Counts[SlotFree])},
-			{SlotOutside, fmt.Sprintf("outside this fleet's datacenters (%d)", v.Counts[SlotOutside])},
+			{tree.SlotHeld, fmt.Sprintf("held by a worker (%d)", v.Counts[tree.SlotHeld]-embedded)},
+			{tree.SlotReserved, fmt.Sprintf("reserved, cooling down: no holder, reservation still ahead of the clock (%d)", v.Counts[tree.SlotReserved])},
+			{tree.SlotFree, fmt.Sprintf("free (%d)", v.Counts[tree.SlotFree])},
+			{tree.SlotOutside, fmt.Sprintf("outside this fleet's datacenters (%d)", v.Counts[tree.SlotOutside])},
 		}}
-	if v.Embedded > 0 {
+	if embedded > 0 {
 		d.Legend = slices.Insert(d.Legend, 1, legendItem{embeddedClass,
-			fmt.Sprintf("held by a Go program issuing IDs to itself (embedded; no ID requests go to it) (%d)", v.Embedded)})
+			fmt.Sprintf("held by a Go program issuing IDs to itself (embedded; no ID requests go to it) (%d)", embedded)})
 	}
-	if n := v.Counts[SlotDamaged]; n > 0 {
-		d.Legend = append(d.Legend, legendItem{SlotDamaged, fmt.Sprintf("damaged: the slot node holds no slot record, nobody claims it (%d)", n)})
+	if n := v.Counts[tree.SlotDamaged]; n > 0 {
+		d.Legend = append(d.Legend, legendItem{tree.SlotDamaged, fmt.Sprintf("damaged: the slot node holds no slot record, nobody claims it (%d)", n)})
 		for _, s := range v.Slots {
-			if s.State == SlotDamaged {
+			if s.State == tree.SlotDamaged {
 				d.Damaged = append(d.Damaged, s.Slot)
 			}
 		}
@@ -75,7 +82,7 @@ func newSlotsPageData(v SlotsView) slotsPageData {
 	}
 	for _, s := range v.Slots {
 		class := "cell " + s.State
-		if s.State == SlotHeld && s.Kind == zklayout.KindEmbedded {
+		if s.State == tree.SlotHeld && s.Kind == zklayout.KindEmbedded {
 			class += " " + embeddedClass
 		}
 		d.Cells = append(d.Cells, slotCell{
@@ -83,8 +90,8 @@ func newSlotsPageData(v SlotsView) slotsPageData {
 			X: gridLeft + s.Machine*cellPitch, Y: gridTop + s.Datacenter*cellPitch,
 		})
 	}
-	dcs := make([]string, len(v.Datacenters))
-	for i, dc := range v.Datacenters {
+	dcs := make([]string, len(v.FleetDatacenters))
+	for i, dc := range v.FleetDatacenters {
 		dcs[i] = fmt.Sprint(dc)
 	}
 	if len(dcs) == 32 {
@@ -96,7 +103,7 @@ func newSlotsPageData(v SlotsView) slotsPageData {
 }
 
 // slotTitle is a cell's hover text: one fact a line.
-func slotTitle(s SlotView) string {
+func slotTitle(s tree.SlotView) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %s", s.Slot, s.State)
 	line := func(k, v string) {
@@ -111,7 +118,7 @@ func slotTitle(s SlotView) string {
 		return t.Format("2006-01-02T15:04:05.000Z")
 	}
 	holder := "holder"
-	if s.State != SlotHeld {
+	if s.State != tree.SlotHeld {
 		holder = "last holder"
 	}
 	line("damage", s.Damage)

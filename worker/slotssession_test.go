@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 )
 
@@ -54,7 +55,7 @@ func TestSlotsOffLeaseSession(t *testing.T) {
 			t.Fatal(err)
 		}
 		if path == "/slots.json" {
-			var v SlotsView
+			var v tree.SlotMapView
 			if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || v.Error != "" || len(v.Slots) != 1024 {
 				t.Fatalf("/slots.json: %v, error %q, %d slots", err, v.Error, len(v.Slots))
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/integration/fleettest"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
@@ -96,7 +97,7 @@ func TestSlotsOfRunningWorkers(t *testing.T) {
 	}
 	drawn := parseIDs(t, out.String())
 	f, _ := snowflake.Decode(drawn[len(drawn)-1])
-	var rep slotsReport
+	var rep tree.SlotMapView
 	// last_ms reaches the slot node with the holder's next renew.
 	ok := fleettest.WaitFor(context.Background(), 5*time.Second, func() bool {
 		rep = slotsJSON(t, append(zkFlag, "--json"))

@@ -13,8 +13,6 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/snowfleet/snowfleet/coordinator/tree"
-	"github.com/snowfleet/snowfleet/coordinator/zklayout"
-	"github.com/snowfleet/snowfleet/snowflake"
 )
 
 // readSlotMap reads the slot map, bounded by timeout: go-zookeeper has no
@@ -42,63 +40,11 @@ func (z *zkFlags) readSlotMap(servers []string, timeout time.Duration) (tree.Slo
 	}
 }
 
-// slotRow is one slot of the map, as printed and as JSON.
-type slotRow struct {
-	Slot string `json:"slot"`
-	// Held: a live lease node holds the slot; the lease fields are set.
-	Held bool `json:"held"`
-	// Kind is worker (it serves IDs at Addr) or embedded (a Go program
-	// issuing IDs to itself, named by Program); set when held.
-	Kind      string     `json:"kind,omitempty"`
-	Program   string     `json:"program,omitempty"`
-	Addr      string     `json:"addr,omitempty"`
-	HTTP      string     `json:"http,omitempty"`
-	Host      string     `json:"host,omitempty"`
-	PID       int        `json:"pid,omitempty"`
-	Version   string     `json:"version,omitempty"`
-	LeaseNode string     `json:"lease_node,omitempty"`
-	Since     *time.Time `json:"since,omitempty"`
-	// The slot node's record, when the slot was ever used.
-	ReservedUntilMs int64  `json:"reserved_until_ms,omitempty"`
-	LastMs          int64  `json:"last_ms,omitempty"`
-	UpdatedMs       int64  `json:"updated_ms,omitempty"`
-	Writer          string `json:"writer,omitempty"`
-	// AheadMs is reserved_until - now; IdleMs is now - last_ms.
-	AheadMs *int64 `json:"ahead_ms,omitempty"`
-	IdleMs  *int64 `json:"idle_ms,omitempty"`
-}
-
-// slotsJSONShape names slotsReport's keys for the help and the README
-// (TestSlotsJSONShapeNamesEveryKey holds the three to the struct).
-const slotsJSONShape = "{root, now_ms, held, embedded, free, used, datacenters, owned, slots: [...], standbys: [...], damaged: {...}}"
-
-// slotsReport is the --json output.
-type slotsReport struct {
-	Root  string `json:"root"`
-	NowMs int64  `json:"now_ms"`
-	Held  int    `json:"held"`
-	// Embedded counts the held slots of embedded leases (in Held too).
-	Embedded int `json:"embedded"`
-	Free     int `json:"free"`
-	Used     int `json:"used"`
-	// Datacenters are the ranges the fleet owns and Owned their slots:
-	// Free counts within them.
-	Datacenters string    `json:"datacenters"`
-	Owned       int       `json:"owned"`
-	Slots       []slotRow `json:"slots"`
-	// Standbys are the workers waiting for a slot; while one waits for a
-	// range, its holders reserve only --standby-horizon ahead.
-	Standbys []tree.StandbyInfo `json:"standbys"`
-	// Damaged are the slot nodes that hold no slot record, slot -> why:
-	// nobody claims those slots until a valid record is written.
-	Damaged map[string]string `json:"damaged,omitempty"`
-}
-
 func (c *ctl) slotsCommand() *ffcli.Command {
 	fs := newFlagSet("slots")
 	c.zk.register(fs)
 	all := fs.Bool("all", false, "also list slots used before but not held now")
-	asJSON := fs.Bool("json", false, "print one JSON object "+slotsJSONShape)
+	asJSON := fs.Bool("json", false, "print one JSON object "+tree.SlotMapViewShape+", the schema of a worker's /slots.json")
 	timeout := fs.Duration("timeout", 10*time.Second, "bound on reaching ZooKeeper and reading the map")
 	return c.command(fs, "[--zk HOST:PORT,...] [--zk-root /snowflake] [--all] [--json]",
 		"show the live slot map from ZooKeeper",
@@ -123,7 +69,7 @@ func (c *ctl) slotsCommand() *ffcli.Command {
 			if err != nil {
 				return hintNoAuth(fmt.Errorf("read the slot map: %w", err), "the root is not world-readable; pass --zk-auth")
 			}
-			rep := buildSlotsReport(m, c.zk.root, time.Now(), *all)
+			rep := slotsView(m, c.zk.root, time.Now(), *all)
 			if *asJSON {
 				enc := json.NewEncoder(c.stdout)
 				enc.SetIndent("", "  ")
@@ -134,63 +80,22 @@ func (c *ctl) slotsCommand() *ffcli.Command {
 		})
 }
 
-func buildSlotsReport(m tree.SlotMap, root string, now time.Time, all bool) slotsReport {
-	nowMs := now.UnixMilli()
-	rep := slotsReport{Root: root, NowMs: nowMs, Held: len(m.Leases), Free: m.Free(), Slots: []slotRow{},
-		Datacenters: m.Owned.String(), Owned: m.Owned.Slots(), Standbys: append([]tree.StandbyInfo{}, m.Standbys...)}
-	for _, rec := range m.Slots {
-		if rec.Holder != "" { // made with the root but never held: not used
-			rep.Used++
+// slotsView is the map's view (tree.SlotMapView, as a worker's
+// /slots.json serves it) with the slots the table lists: the held ones,
+// and with all every one ever used.
+func slotsView(m tree.SlotMap, root string, now time.Time, all bool) tree.SlotMapView {
+	v := m.View(root, now)
+	rows := make([]tree.SlotView, 0, v.Held)
+	for _, s := range v.Slots {
+		if s.Held || all && s.Writer != "" { // Writer "": made with the root, never held
+			rows = append(rows, s)
 		}
 	}
-	for s, why := range m.Damaged {
-		if rep.Damaged == nil {
-			rep.Damaged = map[string]string{}
-		}
-		rep.Damaged[s.String()] = why
-	}
-	held := make(map[snowflake.Slot]bool, len(m.Leases))
-	addRecord := func(r *slotRow, s snowflake.Slot) {
-		rec, ok := m.Slots[s]
-		if !ok {
-			return
-		}
-		ahead, idle := rec.ReservedUntilMs-nowMs, nowMs-rec.LastMs
-		r.ReservedUntilMs, r.LastMs, r.UpdatedMs, r.Writer = rec.ReservedUntilMs, rec.LastMs, rec.UpdatedMs, rec.Holder
-		r.AheadMs = &ahead
-		if rec.LastMs > 0 {
-			r.IdleMs = &idle
-		}
-	}
-	for _, l := range m.Leases {
-		held[l.Slot] = true
-		r := slotRow{Slot: l.Slot.String(), Held: true, Kind: l.Kind, Program: l.Program, Addr: l.Addr, HTTP: l.HTTP,
-			Host: l.Host, PID: l.PID, Version: l.Version, LeaseNode: l.Node}
-		if l.Kind == zklayout.KindEmbedded {
-			rep.Embedded++
-		}
-		if !l.Since.IsZero() {
-			since := l.Since.UTC()
-			r.Since = &since
-		}
-		addRecord(&r, l.Slot)
-		rep.Slots = append(rep.Slots, r)
-	}
-	if all {
-		for s, rec := range m.Slots {
-			if held[s] || rec.Holder == "" {
-				continue
-			}
-			r := slotRow{Slot: s.String()}
-			addRecord(&r, s)
-			rep.Slots = append(rep.Slots, r)
-		}
-	}
-	sort.Slice(rep.Slots, func(i, j int) bool { return rep.Slots[i].Slot < rep.Slots[j].Slot })
-	return rep
+	v.Slots = rows
+	return v
 }
 
-func printSlots(w io.Writer, rep slotsReport, servers string) {
+func printSlots(w io.Writer, rep tree.SlotMapView, servers string) {
 	fmt.Fprintf(w, "slot map of %s on %s at %s (AHEAD = reserved_until - now; IDLE = now - last issued)\n",
 		rep.Root, servers, time.UnixMilli(rep.NowMs).UTC().Format(msTime))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -149,13 +149,13 @@ func mustSlot(t *testing.T, s string) snowflake.Slot {
 	return sl
 }
 
-func slotsJSON(t *testing.T, args []string) slotsReport {
+func slotsJSON(t *testing.T, args []string) tree.SlotMapView {
 	t.Helper()
 	var out, errb bytes.Buffer
 	if rc := runSlots(args, &out, &errb); rc != exitOK {
 		t.Fatalf("slots %v rc %d, stderr %s", args, rc, errb.String())
 	}
-	var rep slotsReport
+	var rep tree.SlotMapView
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("slots --json output is not JSON: %v\n%s", err, out.String())
 	}

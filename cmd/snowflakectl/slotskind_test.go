@@ -18,7 +18,7 @@ func TestSlotsShowEmbeddedKind(t *testing.T) {
 		{Node: "w", Slot: snowflake.Slot{Machine: 1}, Kind: zklayout.KindWorker, Program: "snowflaked", Addr: "10.0.0.5:7609"},
 		{Node: "e", Slot: snowflake.Slot{Machine: 2}, Kind: zklayout.KindEmbedded, Program: "billing"},
 	}}
-	rep := buildSlotsReport(m, "/snowflake", time.Now(), false)
+	rep := slotsView(m, "/snowflake", time.Now(), false)
 	if rep.Held != 2 || rep.Embedded != 1 || rep.Slots[1].Kind != zklayout.KindEmbedded || rep.Slots[1].Program != "billing" {
 		t.Fatalf("report %+v", rep)
 	}

@@ -15,12 +15,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/coordinator/zkconn"
 	"github.com/snowfleet/snowfleet/coordinator/zklayout"
 	"github.com/snowfleet/snowfleet/integration/testenv"
 	"github.com/snowfleet/snowfleet/integration/zktest"
 	"github.com/snowfleet/snowfleet/snowflake"
-	"github.com/snowfleet/snowfleet/worker"
 )
 
 // chromium runs Debian's chromium headless on url with extra flags and
@@ -139,16 +139,16 @@ func TestSlotsPage(t *testing.T) {
 	for _, c := range cells {
 		states[c[2]]++
 		switch c[2] {
-		case worker.SlotHeld:
+		case tree.SlotHeld:
 			gotHeld[c[1]] = true
 			if addr := held[c[1]]; addr == "" || !strings.Contains(c[3], "address: "+addr) || !strings.Contains(c[3], "held since: ") {
 				t.Errorf("held cell %s: title %q, want the address %q", c[1], c[3], addr)
 			}
-		case worker.SlotDamaged:
+		case tree.SlotDamaged:
 			if c[1] != damaged.String() || !strings.Contains(c[3], "damage: decode slot node") {
 				t.Errorf("damaged cell %s: %q", c[1], c[3])
 			}
-		case worker.SlotReserved:
+		case tree.SlotReserved:
 			if c[1] != cooling.String() || !strings.Contains(c[3], "reserved until: ") || !strings.Contains(c[3], "last holder: _c_gone") {
 				t.Errorf("reserved cell %s: %q", c[1], c[3])
 			}
@@ -162,12 +162,12 @@ func TestSlotsPage(t *testing.T) {
 			t.Errorf("slot %s is held but its cell is not", s)
 		}
 	}
-	if states[worker.SlotReserved] != 1 || states[worker.SlotDamaged] != 1 || states[worker.SlotFree] != free || states[worker.SlotOutside] != outside {
+	if states[tree.SlotReserved] != 1 || states[tree.SlotDamaged] != 1 || states[tree.SlotFree] != free || states[tree.SlotOutside] != outside {
 		t.Errorf("cell states %v, want 3 held, 1 reserved, 1 damaged, %d free, %d outside", states, free, outside)
 	}
 	for _, c := range cells {
 		s, _ := snowflake.ParseSlot(c[1])
-		if (c[2] == worker.SlotOutside) == fleetDCs[s.Datacenter] {
+		if (c[2] == tree.SlotOutside) == fleetDCs[s.Datacenter] {
 			t.Errorf("cell %s is %s; fleet datacenters %v", c[1], c[2], fleetDCs)
 		}
 	}
@@ -190,18 +190,18 @@ func TestSlotsPage(t *testing.T) {
 
 	// /slots.json: the same data.
 	code, body := ds[0].get("/slots.json?pretty=no")
-	var v worker.SlotsView
+	var v tree.SlotMapView
 	if err := json.Unmarshal([]byte(body), &v); code != 200 || err != nil {
 		t.Fatalf("/slots.json = %d: %v\n%.500s", code, err, body)
 	}
-	if v.Error != "" || len(v.Slots) != 1024 || v.Counts[worker.SlotHeld] != 3 || v.Root != root {
+	if v.Error != "" || len(v.Slots) != 1024 || v.Counts[tree.SlotHeld] != 3 || v.Root != root {
 		t.Fatalf("/slots.json: error %q, %d slots, counts %v, root %q", v.Error, len(v.Slots), v.Counts, v.Root)
 	}
 	for _, s := range v.Slots {
-		if (s.State == worker.SlotHeld) != (held[s.Slot] != "") || s.State == worker.SlotHeld && (s.Addr != held[s.Slot] || s.HeldSince == nil) {
+		if (s.State == tree.SlotHeld) != (held[s.Slot] != "") || s.State == tree.SlotHeld && (s.Addr != held[s.Slot] || s.HeldSince == nil) {
 			t.Errorf("/slots.json slot %+v", s)
 		}
-		if (s.State == worker.SlotDamaged) != (s.Slot == damaged.String()) || s.State == worker.SlotDamaged && s.Damage == "" {
+		if (s.State == tree.SlotDamaged) != (s.Slot == damaged.String()) || s.State == tree.SlotDamaged && s.Damage == "" {
 			t.Errorf("/slots.json slot %+v; the damaged one is %s", s, damaged)
 		}
 	}
@@ -213,7 +213,7 @@ func TestSlotsPage(t *testing.T) {
 		t.Fatalf("/slots without ZooKeeper = %d:\n%.1500s", code, body)
 	}
 	code, body = ds[2].get("/slots.json")
-	v = worker.SlotsView{}
+	v = tree.SlotMapView{}
 	if err := json.Unmarshal([]byte(body), &v); code != 200 || err != nil || v.Error == "" || len(v.Slots) != 0 {
 		t.Fatalf("/slots.json without ZooKeeper = %d %q", code, body)
 	}

@@ -44,7 +44,8 @@
 // CheckRegistered), fleets.go (a registry's fleets and the overlaps between
 // them), ensembleroot.go (CloseEnsembleRoot: ZooKeeper's / closed to the
 // world's writes), slotmap.go (the read-only slot map for
-// operators), init.go (InitRoot), slotnodes.go (the slot nodes made in
+// operators), slotmapview.go (SlotMapView: the map as /slots.json serves
+// it and snowflakectl slots --json prints it), init.go (InitRoot), slotnodes.go (the slot nodes made in
 // batched Multis, and RepairSlots), recover.go (RecoverRoot), secure.go
 // (SecureTree), zktime.go (ZooKeeper's time, which repair and recover
 // count a reservation from).
