@@ -236,6 +236,50 @@ bool rv[NW];             /* resume.go: our lost lease's last write is still
                             the slot node's (holder and version) */
 byte rfl[NW];            /* resume.go: lostLease.floor */
 
+/* ---------------- the slot's history (#41, tree/history.go) ----------
+   Every fenced write records the writer's tenure in the slot node: the
+   floor it claimed from (afl: the floor its queued claim write carries)
+   and, as its end, the reservation that write confirms (tend: the value
+   of the worker's last write that landed).  The record is what an audit
+   places IDs by, so the model checks it is true: a claim write records a
+   floor at or above every other tenure's end (the tenures are disjoint),
+   a renew or release that lands is at or above all its tenure issued, and
+   every ID lies at or below its tenure's recorded end.  TENURE turns the
+   checks on (they double the states: run.sh runs them on their own).
+   M_TENUREMAX mutant: a tenure records the highest ceiling it confirmed
+   rather than its last; a release (or the shortening) lowers the
+   reservation the next holder starts from below it. */
+#ifdef TENURE
+#ifdef M_TENUREMAX
+#define TENURE_END(w) \
+  if \
+  :: aop[w] == CLAIMW || aop[w] == CREATEW -> tend[w] = aval[w] \
+  :: else -> tend[w] = MAX(tend[w], aval[w]) \
+  fi
+#else
+#define TENURE_END(w) tend[w] = aval[w]
+#endif
+byte tend[NW];
+byte afl[NW];
+#define TENURE_SEND(w) if :: op == CLAIMW || op == CREATEW -> afl[w] = rf[w] :: else -> skip fi
+#define TENURE_LAND(w) \
+  if \
+  :: aop[w] == CLAIMW || aop[w] == CREATEW -> \
+     gi_ = 0; \
+     do \
+     :: gi_ < NW -> assert(gi_ == w || afl[w] >= tend[gi_]); gi_++ \
+     :: else -> break \
+     od; gi_ = 0 \
+  :: else -> assert(gflr[w] || aval[w] >= glast[w]) \
+  fi; \
+  TENURE_END(w)
+#define TENURE_ISSUE(w) assert(gt_ <= tend[w])
+#else
+#define TENURE_SEND(w) skip
+#define TENURE_LAND(w) skip
+#define TENURE_ISSUE(w) skip
+#endif
+
 /* ---------------- the one queued write per worker ---------------- */
 byte aop[NW];
 byte aval[NW];           /* reserved_until it writes */
@@ -321,7 +365,8 @@ inline invalidate_versions() {
 /* queue a write; the worker waits for its answer */
 inline send(w, op, val) {
   aop[w] = op; aval[w] = val; anode[w] = nseq[w]; averc[w] = verc[w];
-  await[w] = 1; sval[w] = val
+  await[w] = 1; sval[w] = val;
+  TENURE_SEND(w)
 }
 
 inline clear_air(w) {
@@ -371,7 +416,7 @@ inline land(w) {
   fi;
   if :: await[w] -> printf("\n") :: else -> printf(", unheard\n") fi;
   if
-  :: gr_ == OK -> zR = aval[w]; zH = anode[w]; zX = 1; ZECLEAR; invalidate_versions()
+  :: gr_ == OK -> TENURE_LAND(w); zR = aval[w]; zH = anode[w]; zX = 1; ZECLEAR; invalidate_versions()
   :: else -> skip
   fi;
   if
@@ -455,6 +500,7 @@ inline start_tenure(w) {
 /* snowflake/generator.go: reserve -- one ID (gt_, gk_) */
 inline issue(w) {
   printf("W%d : issues ID (ts %d, seq %d)  [lease n%d, ceiling %d]\n", w, gt_, gk_, nseq[w], GCEIL(w));
+  TENURE_ISSUE(w);
   assert((ids & IDBIT(gt_, gk_)) == 0);      /* no (ts, seq) issued twice */
   ids = ids | IDBIT(gt_, gk_);
   glast[w] = gt_; gseq[w] = gk_; gflr[w] = 0;

@@ -60,7 +60,9 @@ check1() {
 	trans=$(awk '/transitions \(= stored\+matched\)/ {print $1; exit}' "$o")
 	depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' "$o" | head -1)
 	secs=$(sed -n 's/^pan: elapsed time \([0-9.e+]*\).*/\1/p' "$o" | head -1)
-	if grep -q "assertion violated" "$o"; then
+	if grep -q "assertion violated.*tend\|assertion violated.*afl" "$o"; then
+		result="FAIL: a tenure's record untrue"
+	elif grep -q "assertion violated" "$o"; then
 		result="FAIL: an ID issued twice"
 	elif grep -q -e "Search not completed" -e "max search depth too small" -e "out of memory" "$o"; then
 		result="INCOMPLETE"
@@ -72,7 +74,7 @@ check1() {
 		result="ERROR"
 	fi
 	case "$want:$result" in
-	"hold:holds" | "fail:FAIL: an ID issued twice") ;;
+	"hold:holds" | "fail:FAIL: an ID issued twice" | "fail:FAIL: a tenure's record untrue") ;;
 	*)
 		verdict="  <-- UNEXPECTED (pan output: trails/$name.out)"
 		cp "$o" "$HERE/trails/$name.out"
@@ -84,7 +86,11 @@ check1() {
 			echo "# lease node names are renumbered among existing nodes (n1 was created before n2);"
 			echo "# holder 0 is none, or a node that no longer exists."
 			spin -t "$@" lease.pml 2>&1 | sed -e 's/^ *//' -e 's/  */ /g' -e 's/ *$//' | grep -E '^(W[0-9]|ZK|OP) '
-			echo "=> the last ID above was already issued: two IDs of the slot share a (timestamp, sequence)"
+			if grep -q "assertion violated.*tend\|assertion violated.*afl" out.txt; then
+				echo "=> the slot's history is untrue: a tenure recorded overlapping an earlier one, ending below an ID it issued, or an ID above its recorded end"
+			else
+				echo "=> the last ID above was already issued: two IDs of the slot share a (timestamp, sequence)"
+			fi
 		} >"$HERE/trails/$name.txt")
 		result="$result ($(grep -c -E '^(W[0-9]|ZK|OP) ' "$HERE/trails/$name.txt") steps)"
 	fi
@@ -106,6 +112,9 @@ if [ "$MODE" = full ]; then
 	check code-t5 hold dfs -DMAXT=5
 	check code-3w-t2 hold dfs -DNW=3 -DMAXT=2
 fi
+# --- the slot's history (#41): the tenures it records are true -----------
+check tenure-short-t3 hold dfs -DMAXT=3 -DTENURE
+check tenure-repair-t3 hold dfs -DMAXT=3 -DNOSHORTEN -DEDGES -DE_REPAIR -DTENURE
 # --- the edges (issue 30): bounded skew K=1, one disaster or hand edit each -
 check edge-remake-t3 hold dfs -DMAXT=3 -DNOSHORTEN -DEDGES -DE_REMAKE
 check edge-empty-t3 hold dfs -DMAXT=3 -DNOSHORTEN -DEDGES -DE_EMPTY
@@ -130,6 +139,7 @@ check m12-recovermiss fail bfs -DMAXT=3 -DEDGES -DE_RESTORE -DM_RECOVERMISS
 check m13-markerfirst fail bfs -DMAXT=3 -DEDGES -DE_RESTORE -DM_MARKERFIRST
 check m14-resumeany fail bfs -DMAXT=3 -DM_RESUMEANY
 check m15-repairdefault fail bfs -DMAXT=3 -DEDGES -DE_REPAIR -DM_REPAIRDEFAULT
+check m16-tenuremax fail bfs -DMAXT=3 -DTENURE -DM_TENUREMAX
 
 wait
 fails=0
