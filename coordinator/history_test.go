@@ -37,7 +37,8 @@ func TestSlotHistoryPlacesEveryID(t *testing.T) {
 	if len(h.Tenures) != 3 {
 		t.Fatalf("history %+v: want the tenures of A, B and C", h)
 	}
-	for i, name := range []string{"A", "B", "C"} {
+	names := []string{"A", "B", "C"}
+	for i, name := range names {
 		tn := h.Tenures[i]
 		if tn.Lease != leases[name] || tn.PID == 0 || tn.Host == "" || tn.Kind == "" || tn.StartMs == 0 {
 			t.Errorf("tenure %d is %+v: want %s's lease %s, with its host, pid and kind", i, tn, name, leases[name])
@@ -46,7 +47,7 @@ func TestSlotHistoryPlacesEveryID(t *testing.T) {
 			t.Errorf("%s's tenure released=%v, want %v", name, tn.Released, want)
 		}
 		if i > 0 && tn.FloorMs < h.Tenures[i-1].CeilingMs {
-			t.Errorf("%s's tenure starts at %d, below %s's ceiling %d", name, tn.FloorMs, leases[[]string{"A", "B", "C"}[i-1]], h.Tenures[i-1].CeilingMs)
+			t.Errorf("%s's tenure starts at %d, below %s's ceiling %d", name, tn.FloorMs, names[i-1], h.Tenures[i-1].CeilingMs)
 		}
 	}
 	for _, hd := range rec.holdings(testSlot) {
