@@ -68,3 +68,20 @@ func (f *identityFlags) scheme(auth string, required bool) (tree.FleetACL, bool,
 	}
 	return s, err == nil, err
 }
+
+// treeWriter is the preamble of the commands that write the fleet's tree
+// (init, repair, recover): no arguments, the ZooKeeper flags checked, and
+// the identities read into the ACL scheme the tree gets (needWorker: with
+// credentials, the workers' identity is required too).
+func (c *ctl) treeWriter(args []string, needWorker bool) (servers []string, scheme tree.FleetACL, given bool, err error) {
+	if err := noArgs(args); err != nil {
+		return nil, tree.FleetACL{}, false, err
+	}
+	if servers, err = c.zk.check(); err != nil {
+		return nil, tree.FleetACL{}, false, usage(err)
+	}
+	if scheme, given, err = c.ids.scheme(c.zk.auth, needWorker); err != nil {
+		return nil, tree.FleetACL{}, false, usage(err)
+	}
+	return servers, scheme, given, nil
+}

@@ -47,16 +47,9 @@ func (c *ctl) initCommand() *ffcli.Command {
 			"read, so that nobody else makes znodes at the top of an ensemble the fleet has\n"+
 			"to itself (the shipped deployments do).",
 		func(ctx context.Context, args []string) error {
-			if err := noArgs(args); err != nil {
+			servers, scheme, _, err := c.treeWriter(args, true)
+			if err != nil {
 				return err
-			}
-			servers, err := c.zk.check()
-			if err != nil {
-				return usage(err)
-			}
-			scheme, _, err := c.ids.scheme(c.zk.auth, true)
-			if err != nil {
-				return usage(err)
 			}
 			owned := tree.AllDatacenters
 			if flagSet(fs)["datacenters"] {

@@ -34,16 +34,9 @@ func (c *ctl) recoverCommand() *ffcli.Command {
 			"run it again. Asks for confirmation; --yes skips it, and without a\n"+
 			"terminal --yes is required.",
 		func(ctx context.Context, args []string) error {
-			if err := noArgs(args); err != nil {
+			servers, scheme, given, err := c.treeWriter(args, false)
+			if err != nil {
 				return err
-			}
-			servers, err := c.zk.check()
-			if err != nil {
-				return usage(err)
-			}
-			scheme, given, err := c.ids.scheme(c.zk.auth, false)
-			if err != nil {
-				return usage(err)
 			}
 			if *timeout <= 0 {
 				return usagef("--timeout %v must be positive", *timeout)

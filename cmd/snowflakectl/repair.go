@@ -47,16 +47,9 @@ func (c *ctl) repairCommand() *ffcli.Command {
 			"workers avoid the slot): then it is rewritten with the reservation. Asks for confirmation;\n"+
 			"--yes skips it, and without a terminal --yes is required.",
 		func(ctx context.Context, args []string) error {
-			if err := noArgs(args); err != nil {
+			servers, scheme, given, err := c.treeWriter(args, false)
+			if err != nil {
 				return err
-			}
-			servers, err := c.zk.check()
-			if err != nil {
-				return usage(err)
-			}
-			scheme, given, err := c.ids.scheme(c.zk.auth, false)
-			if err != nil {
-				return usage(err)
 			}
 			slots, err := parseSlotList(*slotsFlag)
 			if err != nil {
