@@ -11,6 +11,7 @@ import (
 // Validate's error is found by errors.As through the callers' wrapping, and
 // it unwraps to its cause.
 func TestConfigErrorAs(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultConfig()
 	cfg.Slot.Machine = 40
 	_, err := NewGenerator(cfg)

@@ -35,6 +35,7 @@ func mustDecode(t *testing.T, id int64) Fields {
 }
 
 func TestNextStampsSlotAndTime(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock = clk })
 	id, err := g.Next()
@@ -57,6 +58,7 @@ func TestNextStampsSlotAndTime(t *testing.T) {
 // Exhausting a millisecond makes the generator sleep to the next one: one
 // Sleep call, not a loop of clock reads.
 func TestExhaustedSequenceSleepsToNextMillisecond(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	clk.Step(300 * time.Microsecond)
 	g := newGen(t, func(c *Config) { c.Clock = clk })
@@ -91,6 +93,7 @@ func TestExhaustedSequenceSleepsToNextMillisecond(t *testing.T) {
 }
 
 func TestNextNContiguous(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock = clk })
 	first, err := g.NextN(100)
@@ -130,6 +133,7 @@ func TestNextNContiguous(t *testing.T) {
 }
 
 func TestConcurrentStrictlyIncreasingPerGoroutineAndUnique(t *testing.T) {
+	t.Parallel()
 	g := newGen(t, nil)
 	const workers, each = 16, 5000
 	results := make([][]int64, workers)
@@ -180,6 +184,7 @@ func TestConcurrentStrictlyIncreasingPerGoroutineAndUnique(t *testing.T) {
 }
 
 func TestSmallRollbackWaits(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock = clk; c.MaxRollbackWait = 5 * time.Millisecond })
 	a, _ := g.NextN(MaxBatch) // t0 is used up
@@ -197,6 +202,7 @@ func TestSmallRollbackWaits(t *testing.T) {
 }
 
 func TestLargeRollbackFailsFastUntilClockCatchesUp(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock = clk; c.MaxRollbackWait = 5 * time.Millisecond })
 	a, _ := g.Next()
@@ -223,6 +229,7 @@ func TestLargeRollbackFailsFastUntilClockCatchesUp(t *testing.T) {
 }
 
 func TestFloorIsExclusive(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock = clk; c.Floor = t0 + 2; c.MaxRollbackWait = 5 * time.Millisecond })
 	id, err := g.Next() // clock is 2 ms behind the floor: waits
@@ -249,6 +256,7 @@ func TestFloorIsExclusive(t *testing.T) {
 }
 
 func TestCeiling(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock = clk; c.Ceiling = t0 + 1 })
 	if _, err := g.NextN(MaxBatch); err != nil {
@@ -287,6 +295,8 @@ func TestCeiling(t *testing.T) {
 // The ceiling is moved by another goroutine while many issue: no ID is ever
 // above the ceiling that was set when it was issued.
 func TestCeilingMovedConcurrently(t *testing.T) {
+	// Not t.Parallel: the race it looks for is likeliest with the cores
+	// to its issuers alone.
 	g := newGen(t, func(c *Config) { c.Ceiling = time.Now().UnixMilli() + 5 })
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -333,6 +343,7 @@ func TestCeilingMovedConcurrently(t *testing.T) {
 }
 
 func TestSeal(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock = clk; c.Floor = t0 - 10 })
 	if last := newGen(t, func(c *Config) { c.Clock = clk; c.Floor = t0 - 10 }).Seal(); last != t0-10 {
@@ -357,6 +368,8 @@ func TestSeal(t *testing.T) {
 
 // After Seal returns, no goroutine gets an ID above what Seal reported.
 func TestSealRacesIssuers(t *testing.T) {
+	// Not t.Parallel: the race it looks for is likeliest with the cores
+	// to its issuers alone.
 	for round := 0; round < 20; round++ {
 		g := newGen(t, nil)
 		var wg sync.WaitGroup
@@ -388,6 +401,7 @@ func TestSealRacesIssuers(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		mod  func(*Config)
 		want string
@@ -412,6 +426,7 @@ func TestConfigValidate(t *testing.T) {
 // At the cap (a millisecond entered after sleeping for it) most IDs are
 // issued from the state alone, and the clock is still read every eighth ID.
 func TestClockReads(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock = clk })
 	for i := 0; i < 10; i++ {
@@ -453,6 +468,7 @@ func TestClockReads(t *testing.T) {
 }
 
 func TestSystemClockSleepsPrecisely(t *testing.T) {
+	t.Parallel()
 	// Not a speed test: it checks that short sleeps are not rounded to zero.
 	var c SystemClock
 	start := time.Now()
@@ -465,6 +481,7 @@ func TestSystemClockSleepsPrecisely(t *testing.T) {
 // TryNextN never sleeps: with the millisecond used up it reserves nothing
 // and says how long until the next one, after which it issues there.
 func TestTryNextNReturnsTheWait(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	clk.Step(300 * time.Microsecond)
 	g := newGen(t, func(c *Config) { c.Clock = clk })

@@ -21,6 +21,7 @@ func mustInstant(t *testing.T, name, s string) time.Time {
 // whose timestamp lies in it; Unix ms and RFC 3339 agree; a fraction of a
 // millisecond rounds inwards.
 func TestIDRange(t *testing.T) {
+	t.Parallel()
 	first, last, err := IDRange(mustInstant(t, "from", "1700000000000"), mustInstant(t, "to", "2023-11-14T22:13:20Z"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +69,7 @@ func TestIDRange(t *testing.T) {
 // TestIDRangeErrors: a time an ID cannot carry, a window holding no
 // millisecond, and text that is no time are errors naming them.
 func TestIDRangeErrors(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		from, to, want string
 	}{

@@ -9,6 +9,7 @@ import (
 )
 
 func TestWorkedExample(t *testing.T) {
+	t.Parallel()
 	f := Fields{UnixMs: 1700000000000, Datacenter: 7, Machine: 13, Sequence: 4095}
 	id, err := Encode(f)
 	if err != nil {
@@ -30,6 +31,7 @@ func TestWorkedExample(t *testing.T) {
 }
 
 func TestEncodeRejectsOutOfRange(t *testing.T) {
+	t.Parallel()
 	ok := Fields{UnixMs: 1700000000000, Datacenter: 7, Machine: 13, Sequence: 1}
 	cases := []struct {
 		name  string
@@ -71,6 +73,7 @@ func TestEncodeRejectsOutOfRange(t *testing.T) {
 }
 
 func TestDecodeRejectsNegative(t *testing.T) {
+	t.Parallel()
 	_, err := Decode(-1)
 	if err == nil || !strings.Contains(err.Error(), "id -1") {
 		t.Fatalf("Decode(-1) error = %v, want one naming id -1", err)
@@ -80,6 +83,7 @@ func TestDecodeRejectsNegative(t *testing.T) {
 // Every field is independent: sweep each one over its whole range with the
 // others random, plus random points of the whole space.
 func TestRoundTripWholeSpace(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	randFields := func() Fields {
 		return Fields{
@@ -126,6 +130,7 @@ func TestRoundTripWholeSpace(t *testing.T) {
 
 // IDs order by timestamp first, then slot, then sequence.
 func TestOrdering(t *testing.T) {
+	t.Parallel()
 	a, _ := Encode(Fields{UnixMs: 1700000000000, Datacenter: 31, Machine: 31, Sequence: 4095})
 	b, _ := Encode(Fields{UnixMs: 1700000000001})
 	if a >= b {
@@ -156,6 +161,7 @@ func FuzzDecode(f *testing.F) {
 }
 
 func TestSlotNames(t *testing.T) {
+	t.Parallel()
 	for i := 0; i < Slots; i++ {
 		s := SlotAt(i)
 		if s.Index() != i {

@@ -47,6 +47,7 @@ func draw(t *testing.T, g *Generator, n, batch int, prev int64) int64 {
 // logical count show it; once the clock catches up the generator is back
 // on wall time with no jump.
 func TestLogicalClockRidesStepBacks(t *testing.T) {
+	t.Parallel()
 	for _, step := range []time.Duration{time.Millisecond, 2 * time.Second, 20 * time.Second} {
 		t.Run(step.String(), func(t *testing.T) {
 			clk := newStepClock(t0)
@@ -87,6 +88,7 @@ func TestLogicalClockRidesStepBacks(t *testing.T) {
 // Refuse does) rather than lead the clock by more than MaxLead, or pass
 // the ceiling; and Refuse still refuses past MaxRollbackWait.
 func TestLogicalClockBounds(t *testing.T) {
+	t.Parallel()
 	t.Run("lead", func(t *testing.T) {
 		clk := newStepClock(t0)
 		g := logicalGen(t, clk, func(c *Config) { c.MaxLead = 3 * time.Millisecond })
@@ -132,6 +134,7 @@ func TestLogicalClockBounds(t *testing.T) {
 }
 
 func TestLogicalConfigChecked(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultConfig()
 	cfg.OnClockBack, cfg.MaxLead = Logical, 0
 	var ce *configerr.Error

@@ -12,6 +12,7 @@ import (
 // timestamp, ignores a value above the ceiling, and the generator then
 // refuses past the lower ceiling.
 func TestLowerCeiling(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock = clk; c.Floor = t0 - 10; c.Ceiling = t0 + 30_000 })
 	if got := g.LowerCeiling(t0 + 40_000); got != t0+30_000 || g.Ceiling() != t0+30_000 {
@@ -60,6 +61,8 @@ func TestLowerCeiling(t *testing.T) {
 // lowering that only stored the lower ceiling would let a call that read
 // the old ceiling just before issue a new millisecond just after.
 func TestLowerCeilingRacesIssuers(t *testing.T) {
+	// Not t.Parallel: the race it looks for is likeliest with the cores
+	// to its issuers alone.
 	rounds := 100
 	if testing.Short() {
 		rounds = 50

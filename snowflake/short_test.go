@@ -25,6 +25,7 @@ func shortBoundaries() []int64 {
 }
 
 func TestShortWorkedExample(t *testing.T) {
+	t.Parallel()
 	if s := FormatShort(1724551110457221119); s != "1FVPP347WXQZZ" {
 		t.Fatalf("FormatShort = %q, want 1FVPP347WXQZZ", s)
 	}
@@ -41,6 +42,7 @@ func TestShortWorkedExample(t *testing.T) {
 // TestShortRoundTrip: every ID, random or at a boundary, comes back from
 // its short form, in upper and in lower case, and from ParseID.
 func TestShortRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	ids := shortBoundaries()
 	for range 100000 {
@@ -66,6 +68,7 @@ func TestShortRoundTrip(t *testing.T) {
 // TestShortOrder: byte order of the short forms is the IDs' order, over
 // random pairs (near ones too) and between every two boundary IDs.
 func TestShortOrder(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	check := func(a, b int64) {
 		t.Helper()
@@ -99,6 +102,7 @@ func TestShortOrder(t *testing.T) {
 
 // TestShortParseErrors: bad short forms are refused naming what is wrong.
 func TestShortParseErrors(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"000000000000", "12 characters, want 13"},
 		{"00000000000000", "14 characters, want 13"},
@@ -119,6 +123,7 @@ func TestShortParseErrors(t *testing.T) {
 
 // TestParseIDForms: ParseID tells the forms apart by width.
 func TestParseIDForms(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		in   string
 		want int64

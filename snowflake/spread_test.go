@@ -54,6 +54,7 @@ var shardNs = []int64{2, 4, 10, 16, 64, 1024}
 // 1024 with StartSpread; with StartZero they do not (every ID ends in
 // twelve zero bits). At other rates, N up to 64 are even too.
 func TestSpreadShardsEvenly(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []SequenceStart{StartZero, StartSpread} {
 		clk := newStepClock(t0)
 		g := newGen(t, func(c *Config) { c.Clock, c.SequenceStart = clk, mode })
@@ -91,6 +92,7 @@ func pct(f float64) string { return fmt.Sprintf("%.1f%%", f*100) }
 // and a millisecond after a used-up one starts at 0 (the cap is kept: at
 // full load every millisecond holds 4,096 IDs).
 func TestSpreadKeepsTheRules(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock, c.SequenceStart = clk, StartSpread })
 	r := rand.New(rand.NewPCG(5, 6))
@@ -174,6 +176,7 @@ func fullMs(perMs map[int64]int) int {
 
 // TestSpreadRefusesAsZero: the refusals do not change with the start.
 func TestSpreadRefusesAsZero(t *testing.T) {
+	t.Parallel()
 	clk := newStepClock(t0)
 	g := newGen(t, func(c *Config) { c.Clock, c.SequenceStart, c.Ceiling = clk, StartSpread, t0+1 })
 	if _, err := g.Next(); err != nil {
@@ -199,6 +202,7 @@ func TestSpreadRefusesAsZero(t *testing.T) {
 }
 
 func TestParseSequenceStart(t *testing.T) {
+	t.Parallel()
 	for _, s := range []SequenceStart{StartZero, StartSpread} {
 		if got, err := ParseSequenceStart(s.String()); err != nil || got != s {
 			t.Fatalf("ParseSequenceStart(%q) = %v, %v", s, got, err)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestErrorText(t *testing.T) {
+	t.Parallel()
 	cause := errors.New("missing port")
 	for _, tc := range []struct {
 		err  *Error
@@ -30,6 +31,7 @@ func TestErrorText(t *testing.T) {
 // Renamed renames a config error's field, wrapped or not, leaves the
 // original as it was, keeps its cause, and passes other errors unchanged.
 func TestRenamed(t *testing.T) {
+	t.Parallel()
 	cause := errors.New("no such file")
 	orig := &Error{Field: "MaxLead", Value: time.Second, Reason: "must be positive", Err: cause}
 	err := Renamed(fmt.Errorf("wrapped: %w", orig), func(f string) string { return "MaxClock" + f[3:] })

@@ -11,6 +11,7 @@ import (
 )
 
 func TestReadPasswords(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, data string, mode os.FileMode) string {
 		return testenv.WriteFile(t, dir, name, data, mode)

@@ -12,6 +12,7 @@ import (
 // A stamp changes when a file is rewritten, appears or goes away, and not
 // otherwise: what a reload looks for.
 func TestStamp(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := filepath.Join(dir, "ca.pem")
 	f := Files{CACertFile: ca}
@@ -39,6 +40,7 @@ func TestStamp(t *testing.T) {
 
 // Load names the field that is wrong.
 func TestLoadNamesTheField(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	notPEM := filepath.Join(dir, "not.pem")
 	if err := os.WriteFile(notPEM, []byte("not a certificate"), 0o600); err != nil {
