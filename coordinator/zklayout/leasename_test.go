@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseLeaseName(t *testing.T) {
+	t.Parallel()
 	s, seq, err := ParseLeaseName("_c_0123456789abcdef0123456789abcdef-dc07-m13-0000000042")
 	if err != nil || s != (snowflake.Slot{Datacenter: 7, Machine: 13}) || seq != 42 {
 		t.Fatalf("got %v %d %v", s, seq, err)

@@ -3,6 +3,7 @@ package zklayout
 import "testing"
 
 func TestValidRoot(t *testing.T) {
+	t.Parallel()
 	for root, want := range map[string]bool{
 		"/snowflake": true, "/fleets/a": true, "/": false, "": false,
 		"snowflake": false, "/snowflake/": false,

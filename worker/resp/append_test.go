@@ -31,6 +31,7 @@ func naiveBulkRun(dst []byte, first int64, n int) []byte {
 }
 
 func TestAppendIntRun(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		first int64
 		n     int

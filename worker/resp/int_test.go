@@ -6,6 +6,7 @@ import (
 )
 
 func TestAppendQuoted(t *testing.T) {
+	t.Parallel()
 	got := string(AppendQuoted(nil, []byte("a\r\nb\\"+strings.Repeat("x", 100))))
 	if strings.ContainsAny(got, "\r\n") || !strings.HasPrefix(got, `a\x0d\x0ab\x5c`) || !strings.HasSuffix(got, "...") {
 		t.Fatalf("appendQuoted = %q", got)
@@ -13,6 +14,7 @@ func TestAppendQuoted(t *testing.T) {
 }
 
 func TestParseInt(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int64{"0": 0, "4096": 4096, "-1": -1,
 		"9223372036854775807": 1<<63 - 1, "-9223372036854775808": -1 << 63} {
 		if v, ok := ParseInt([]byte(in)); !ok || v != want {
@@ -28,6 +30,7 @@ func TestParseInt(t *testing.T) {
 
 // The cases worker/client tested its own parseInt with.
 func TestParseIntClientCases(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want int64
