@@ -34,6 +34,7 @@ func auditIDs(t *testing.T, s snowflake.Slot, ms int64, n int) []int64 {
 // clean table, reads a CSV column by number or by header, and says what it
 // could not check.
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	now := time.Now().Add(-time.Hour).UnixMilli()
 	a, b, foreign := snowflake.Slot{Datacenter: 3, Machine: 1}, snowflake.Slot{Datacenter: 3, Machine: 2}, snowflake.Slot{Datacenter: 9, Machine: 0}
 	clean := append(auditIDs(t, a, now, 500), auditIDs(t, b, now, 300)...)

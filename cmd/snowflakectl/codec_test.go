@@ -21,6 +21,7 @@ func runCtl(t *testing.T, stdin string, args ...string) (stdout, stderr string, 
 }
 
 func TestEncodeWorkedExample(t *testing.T) {
+	t.Parallel()
 	out, errs, rc := runCtl(t, "", "encode", "--unix-ms", "1700000000000", "--datacenter", "7", "--machine", "13", "--sequence", "4095")
 	if rc != 0 || out != "1724551110457221119\n" {
 		t.Fatalf("encode = %q (stderr %q, rc %d), want 1724551110457221119", out, errs, rc)
@@ -32,6 +33,7 @@ func TestEncodeWorkedExample(t *testing.T) {
 }
 
 func TestEncodeBadInput(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		want string // a word the one-line error must contain
@@ -55,6 +57,7 @@ func TestEncodeBadInput(t *testing.T) {
 }
 
 func TestDecode(t *testing.T) {
+	t.Parallel()
 	out, _, rc := runCtl(t, "", "decode", "1724551110457221119", "0")
 	want := "1724551110457221119 unix_ms=1700000000000 time=2023-11-14T22:13:20Z datacenter=7 machine=13 sequence=4095 short=1FVPP347WXQZZ\n" +
 		"0 unix_ms=1288834974657 time=2010-11-04T01:42:54.657Z datacenter=0 machine=0 sequence=0 short=0000000000000\n"
@@ -66,6 +69,7 @@ func TestDecode(t *testing.T) {
 // TestShortFormCLI: encode --format short prints the short form, and
 // decode reads it in either case as it reads the decimal form.
 func TestShortFormCLI(t *testing.T) {
+	t.Parallel()
 	out, errs, rc := runCtl(t, "", "encode", "--unix-ms", "1700000000000", "--datacenter", "7", "--machine", "13", "--sequence", "4095", "--format", "short")
 	if rc != 0 || out != "1FVPP347WXQZZ\n" {
 		t.Fatalf("encode --format short = %q (stderr %q, rc %d), want 1FVPP347WXQZZ", out, errs, rc)
@@ -87,6 +91,7 @@ func TestShortFormCLI(t *testing.T) {
 }
 
 func TestDecodeJSON(t *testing.T) {
+	t.Parallel()
 	out, _, rc := runCtl(t, "1724551110457221119\n\n9223372036854775807\n", "decode", "--json", "-")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if rc != 0 || len(lines) != 2 {
@@ -111,6 +116,7 @@ func TestDecodeJSON(t *testing.T) {
 }
 
 func TestDecodeBadInput(t *testing.T) {
+	t.Parallel()
 	out, errs, rc := runCtl(t, "", "decode", "42", "-5", "abc", "99999999999999999999")
 	if rc != 2 {
 		t.Fatalf("rc = %d, want 2", rc)
@@ -139,6 +145,7 @@ func TestDecodeBadInput(t *testing.T) {
 }
 
 func TestHelpAndUnknown(t *testing.T) {
+	t.Parallel()
 	out, _, rc := runCtl(t, "", "encode", "-h")
 	if rc != 0 || !strings.Contains(out, "--datacenter") && !strings.Contains(out, "-datacenter") {
 		t.Errorf("encode -h: rc %d, %q", rc, out)

@@ -12,6 +12,7 @@ import (
 // README says, before they dial ZooKeeper (the address here answers
 // nothing, so a prompt or a dial would show as another exit).
 func TestDevNullIsNoTerminal(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open(os.DevNull)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 // TestRange: snowflakectl range answers what IDRANGE does, offline, in
 // either form; out-of-range and malformed times are one line naming them.
 func TestRange(t *testing.T) {
+	t.Parallel()
 	out, errs, rc := runCtl(t, "", "range", "1700000000000", "2023-11-14T22:13:20.999Z")
 	if rc != 0 || out != "1724551110456246272 1724551114650550271\n" {
 		t.Fatalf("range = %q (stderr %q, rc %d)", out, errs, rc)

@@ -14,6 +14,7 @@ import (
 // slots names each holder's kind and program, in the table and the JSON,
 // and counts the embedded leases.
 func TestSlotsShowEmbeddedKind(t *testing.T) {
+	t.Parallel()
 	m := tree.SlotMap{Owned: tree.AllDatacenters, Slots: map[snowflake.Slot]tree.SlotRecord{}, Leases: []zklayout.LeaseInfo{
 		{Node: "w", Slot: snowflake.Slot{Machine: 1}, Kind: zklayout.KindWorker, Program: "snowflaked", Addr: "10.0.0.5:7609"},
 		{Node: "e", Slot: snowflake.Slot{Machine: 2}, Kind: zklayout.KindEmbedded, Program: "billing"},
