@@ -10,6 +10,7 @@ import (
 // TestCommandTable: every row is complete, and names are lower-case (lookup
 // folds only the request's case) and unique.
 func TestCommandTable(t *testing.T) {
+	t.Parallel()
 	cmds := newCommands()
 	if cmds[cmdUnknown].name != "unknown" || cmds[cmdUnknown].run != nil {
 		t.Fatalf("row 0 = %+v, want the unknown command's", cmds[cmdUnknown])

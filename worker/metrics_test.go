@@ -10,6 +10,7 @@ import (
 // connections_total are the counts Status reports, not a second count
 // beside them (#25 item 7).
 func TestConnectionMetricsReadTheAtomics(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	s, err := New(DefaultConfig(), newFakeLease(t), nil, reg)
 	if err != nil {

@@ -51,6 +51,7 @@ func parseAll(buf []byte, step int) ([][]string, error) {
 var errIncomplete = errors.New("incomplete request at end of input")
 
 func TestParse(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, in string
 		want     [][]string
@@ -105,6 +106,7 @@ func TestParse(t *testing.T) {
 
 // An incomplete request is not an error: the parser waits for the rest.
 func TestParseIncomplete(t *testing.T) {
+	t.Parallel()
 	full := "*2\r\n$7\r\nNEXTIDS\r\n$4\r\n4096\r\n"
 	for i := 1; i < len(full); i++ {
 		p := newParser()
@@ -118,6 +120,7 @@ func TestParseIncomplete(t *testing.T) {
 // A request that fills MaxFrame and still lacks part of a bulk header can
 // never complete: it is refused, not waited for (the read buffer cannot grow).
 func TestParseFrameFullMidHeader(t *testing.T) {
+	t.Parallel()
 	bulk := func(k int) string { return "$" + strconv.Itoa(k) + "\r\n" + strings.Repeat("x", k) + "\r\n" }
 	head := "*4\r\n$4\r\nECHO\r\n" + bulk(MaxBulk)
 	// A second argument sized so that the frame reaches MaxFrame-2 bytes,

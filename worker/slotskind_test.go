@@ -14,6 +14,7 @@ import (
 // and program and counts it, the page colours it apart and says so on
 // hover and in the legend.
 func TestSlotsShowEmbeddedKind(t *testing.T) {
+	t.Parallel()
 	ws, es := snowflake.Slot{Datacenter: 0, Machine: 1}, snowflake.Slot{Datacenter: 0, Machine: 2}
 	m := tree.SlotMap{Owned: tree.AllDatacenters, Slots: map[snowflake.Slot]tree.SlotRecord{}, Leases: []zklayout.LeaseInfo{
 		{Node: "w", Slot: ws, Kind: zklayout.KindWorker, Program: "snowflaked", Addr: "10.0.0.5:7609"},

@@ -9,6 +9,7 @@ import (
 // Item 6: the healthy workers share the picks evenly, wherever the workers
 // in backoff sit in the list.
 func TestPickIsEvenAmongHealthy(t *testing.T) {
+	t.Parallel()
 	eps := make([]*endpoint, 10)
 	for i := range eps {
 		eps[i] = newEndpoint("w"+string(rune('0'+i)), -1, 1)
@@ -37,6 +38,7 @@ func TestPickIsEvenAmongHealthy(t *testing.T) {
 // always healthy, pick must always return one (it once counted the healthy,
 // then read their health again and could come back with nil).
 func TestPickWhileHealthChanges(t *testing.T) {
+	t.Parallel()
 	eps := make([]*endpoint, 8)
 	for i := range eps {
 		eps[i] = newEndpoint("w"+string(rune('0'+i)), -1, 1)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
+	t.Parallel()
 	ok := DefaultConfig()
 	ok.Static = []string{"127.0.0.1:7609"}
 	if err := ok.Validate(); err != nil {

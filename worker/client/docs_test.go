@@ -15,6 +15,7 @@ import (
 // Config table, every row is a field, and a default the table gives as a
 // number or a duration is DefaultConfig's.
 func TestConfigTable(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)

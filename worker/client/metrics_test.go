@@ -6,6 +6,7 @@ import (
 )
 
 func TestConstLabelsAreChecked(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		labels map[string]string
 		want   string // in the error; "" for none
@@ -32,6 +33,7 @@ func TestConstLabelsAreChecked(t *testing.T) {
 // TestEndpointsGaugeIsTheWorkerSet: snowflake_client_endpoints reads the
 // worker set itself, not a count kept beside it (#25 item 7).
 func TestEndpointsGaugeIsTheWorkerSet(t *testing.T) {
+	t.Parallel()
 	cfg := DefaultConfig()
 	cfg.Static = []string{"127.0.0.1:1", "127.0.0.1:2"}
 	c, err := New(cfg, nil, nil)

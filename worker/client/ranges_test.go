@@ -260,6 +260,7 @@ func TestPrefetchHandsOutWithoutAllocating(t *testing.T) {
 // A run whose deadline the coarse clock has reached is not handed out, even
 // by the path that reads no clock, and its IDs are counted dropped.
 func TestPrefetchStaleByCoarseClock(t *testing.T) {
+	t.Parallel()
 	p := testPrefetch(t)
 	r := &idRun{end: 1<<40 + 100, deadline: p.clock.Load()}
 	r.next.Store(1 << 40)
