@@ -12,8 +12,10 @@ import (
 )
 
 // The chaos clock follows its file: the integration suite moves a worker's
-// clock by `docker cp`-ing a new offset into it.
-func TestChaosClockFollowsItsFile(t *testing.T) {
+// clock by `docker cp`-ing a new offset into it. TestChaosClockFollowsItsFile
+// runs this on fake time where the toolchain has testing/synctest
+// (clock_chaos_synctest_test.go), on the wall clock where it has not.
+func chaosClockFollowsItsFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "clock")
 	t.Setenv(chaosFileEnv, file)
 	t.Setenv(chaosOffsetEnv, "-1h")
