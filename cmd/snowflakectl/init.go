@@ -77,13 +77,11 @@ func (c *ctl) initCommand() *ffcli.Command {
 			if err := skip.check(c, "init"); err != nil {
 				return usage(err)
 			}
-			conn, err := c.zk.dial(servers, min(*timeout, 10*time.Second))
+			conn, ctx, done, err := c.zk.session(ctx, servers, *timeout)
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
-			ctx, cancel := context.WithTimeout(ctx, *timeout)
-			defer cancel()
+			defer done()
 			res, err := tree.InitRoot(ctx, conn, ic)
 			if err != nil {
 				return hintNoAuth(err, "ZooKeeper refused a write; pass the operator's --zk-auth-file")

@@ -52,13 +52,11 @@ func (c *ctl) recoverCommand() *ffcli.Command {
 				c.zk.root, strings.Join(servers, ","))); err != nil {
 				return err
 			}
-			conn, err := c.zk.dial(servers, min(*timeout, 10*time.Second))
+			conn, ctx, done, err := c.zk.session(ctx, servers, *timeout)
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
-			ctx, cancel := context.WithTimeout(ctx, *timeout)
-			defer cancel()
+			defer done()
 			if !given {
 				if scheme, err = tree.FleetACLFromTree(conn, c.zk.root, c.zk.auth); err != nil {
 					return err

@@ -60,13 +60,11 @@ func (c *ctl) secureCommand() *ffcli.Command {
 			if err := c.ask(*yes, "Workers without the workers' credentials can no longer write the tree."); err != nil {
 				return err
 			}
-			conn, err := c.zk.dial(servers, min(*timeout, 10*time.Second))
+			conn, ctx, done, err := c.zk.session(ctx, servers, *timeout)
 			if err != nil {
 				return err
 			}
-			defer conn.Close()
-			ctx, cancel := context.WithTimeout(ctx, *timeout)
-			defer cancel()
+			defer done()
 			// Lease and standby nodes made before WorkerNodeACL carry the
 			// workers' identity with admin: only that identity can bring
 			// them over.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -114,4 +115,16 @@ func (z *zkFlags) readAuth() error {
 		z.auth = auth
 	}
 	return nil
+}
+
+// session dials servers for a command that writes the tree, bounded by
+// timeout as a whole (the session's own timeout at most 10 s): the
+// connection, the context its calls run under, and what ends both.
+func (z *zkFlags) session(ctx context.Context, servers []string, timeout time.Duration) (*zk.Conn, context.Context, func(), error) {
+	conn, err := z.dial(servers, min(timeout, 10*time.Second))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return conn, ctx, func() { cancel(); conn.Close() }, nil
 }
