@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -171,28 +172,86 @@ func TestOnly(pkg string) {
 // true as files come and go.
 func DocNamesEveryFile(t *testing.T) {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command lists the package's files: %v", err)
-	}
-	out, err := exec.Command(goTool, "list", "-f", `{{join .GoFiles " "}}`, ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	files := strings.Fields(string(out))
 	doc, err := os.ReadFile("doc.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := regexp.MustCompile(`\b[a-z0-9_]+\.go\b`).FindAllString(string(doc), -1)
-	for _, f := range files {
-		if f != "doc.go" && !slices.Contains(named, f) {
-			t.Errorf("doc.go's file map does not name %s", f)
+	mapNamesEveryFile(t, "doc.go", string(doc))
+}
+
+// READMENamesEveryFile is DocNamesEveryFile for a package whose file map is
+// a section of its README.md: the text under the heading (a whole line,
+// such as "## How the server works") up to the next heading of its level
+// or above.
+func READMENamesEveryFile(t *testing.T, heading string) {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, ok := markdownSection(string(readme), heading)
+	if !ok {
+		t.Fatalf("README.md has no heading %q, where its file map is", heading)
+	}
+	mapNamesEveryFile(t, "README.md under "+strconv.Quote(heading), section)
+}
+
+// markdownSection returns the lines under heading up to the next heading
+// of the same level or above.
+func markdownSection(text, heading string) (string, bool) {
+	level := len(heading) - len(strings.TrimLeft(heading, "#"))
+	lines := strings.Split(text, "\n")
+	start := slices.Index(lines, heading)
+	if start < 0 {
+		return "", false
+	}
+	var b strings.Builder
+	for _, l := range lines[start+1:] {
+		if h := len(l) - len(strings.TrimLeft(l, "#")); h > 0 && h <= level && strings.HasPrefix(l[h:], " ") {
+			break
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String(), true
+}
+
+// mapNamesEveryFile fails t unless text (what where names) names every
+// non-test Go file of the package in the current directory, for any
+// operating system, and no other Go file of its own.
+func mapNamesEveryFile(t *testing.T, where, text string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command lists the package's files: %v", err)
+	}
+	// IgnoredGoFiles: a file built only elsewhere (loop_other.go) is the
+	// package's too.
+	out, err := exec.Command(goTool, "list", "-f", `{{join .GoFiles " "}} {{join .IgnoredGoFiles " "}}`, ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var files []string
+	for _, f := range strings.Fields(string(out)) {
+		if !strings.HasSuffix(f, "_test.go") {
+			files = append(files, f)
 		}
 	}
-	for _, f := range named {
+	// A name after a slash is another package's file (resp/doc.go).
+	named := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(/?)\b([a-z0-9_]+\.go)\b`).FindAllStringSubmatch(text, -1) {
+		if m[1] == "" && !strings.HasSuffix(m[2], "_test.go") {
+			named[m[2]] = true
+		}
+	}
+	for _, f := range files {
+		if f != "doc.go" && !named[f] {
+			t.Errorf("the file map in %s does not name %s", where, f)
+		}
+	}
+	for f := range named {
 		if !slices.Contains(files, f) {
-			t.Errorf("doc.go names %s, which is not a file of the package", f)
+			t.Errorf("the file map in %s names %s, which is not a file of the package", where, f)
 		}
 	}
 }
