@@ -133,6 +133,10 @@ func TestFleet(t *testing.T) {
 		t.Errorf("history audit: %s", p)
 	}
 	t.Logf("history audit: %s", ha)
+	// The operator's tools on the same IDs: a correct fleet, through every
+	// fault above, gives audit nothing to find (the mutation proof shows it
+	// finding what broken workers issue).
+	toolAudit(ctx, t, st, col)
 	rep.total = last.IDs
 	path, err := rep.write()
 	if err != nil {
@@ -297,5 +301,24 @@ func dumpLogs(ctx context.Context, t *testing.T, st *Stack) {
 	logs := st.Logs(ctx, 300)
 	if err := os.WriteFile(path, []byte(logs), 0o644); err == nil {
 		t.Logf("container logs (last 300 lines each) in %s", path)
+	}
+}
+
+// toolAudit runs snowflakectl history export and audit over every ID the
+// run collected, and fails t on any finding.
+func toolAudit(ctx context.Context, t *testing.T, st *Stack, col *Collector) {
+	ctl, err := BuildCtl(ctx, t.TempDir())
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	a, err := AuditWithTools(ctx, st, col, ctl, t.TempDir())
+	if err != nil {
+		t.Errorf("snowflakectl audit of the run's IDs: %v", err)
+		return
+	}
+	t.Logf("snowflakectl audit of the run's IDs against the history: %s", a)
+	if a.Findings() > 0 || a.Exit != 0 {
+		t.Errorf("snowflakectl audit finds trouble in a correct fleet's IDs: %s", a)
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // HistoryAudit is every collected ID placed in its slot's history (#41
-// item 4): an ID that a direct stream got from one container lies in a
+// item 4), and no two tenures of a slot overlapping: an ID that a direct stream got from one container lies in a
 // tenure of that container (a lease node's host is the container's short
 // ID); every other ID in some tenure. An ID may also fall before the
 // recorded history (tenures dropped to keep a slot node small, or from
@@ -42,6 +42,14 @@ func AuditHistory(ctx context.Context, st *Stack, col *Collector) HistoryAudit {
 	if err != nil {
 		a.Problems = append(a.Problems, fmt.Sprintf("read the slot map: %v", err))
 		return a
+	}
+	// The history on its own: the tenures of a slot never share a
+	// timestamp.
+	for s, rec := range sm.Slots {
+		for _, o := range rec.History.Overlaps() {
+			a.Problems = append(a.Problems, fmt.Sprintf("%s: tenures %s (%s) and %s (%s) overlap in ms (%d, %d]",
+				s, o.A.Lease, o.A.Host, o.B.Lease, o.B.Host, o.FromMs, o.ToMs))
+		}
 	}
 	col.mu.Lock()
 	streams := slices.Clone(col.streams)

@@ -33,26 +33,31 @@ type mutantCase struct {
 	name      string
 	scenarios []string
 	guards    []string
+	// issuesWrong: its scenarios make it issue an ID twice or start a
+	// tenure inside another, so snowflakectl audit must find it from the
+	// IDs and the history alone (the others break a rule without a wrong
+	// ID in these scenarios: what audit reports of them is logged).
+	issuesWrong bool
 }
 
 func mutantCases() []mutantCase {
 	return []mutantCase{
-		{name: "nofloor", scenarios: []string{"c", "d"},
-			guards: []string{"duplicate", "hand-over", "floor", "two holders"}},
-		{name: "noceiling", scenarios: []string{"d", "k"},
-			guards: []string{"duplicate", "ceiling", "still serves"}},
+		{name: "nofloor", scenarios: []string{"c", "d"}, issuesWrong: true,
+			guards: []string{"duplicate", "hand-over", "floor", "two holders", "audit finds"}},
+		{name: "noceiling", scenarios: []string{"d", "k"}, issuesWrong: true,
+			guards: []string{"duplicate", "ceiling", "still serves", "audit finds"}},
 		{name: "bareset", scenarios: []string{"o"},
-			guards: []string{"drops the deleted lease", "which ZooKeeper does not list", "two holders", "duplicate"}},
+			guards: []string{"drops the deleted lease", "which ZooKeeper does not list", "two holders", "duplicate", "audit finds"}},
 		{name: "norelease", scenarios: []string{"h"},
 			guards: []string{"the release did not lower the reservation"}},
-		{name: "dupbatch", scenarios: []string{"e"},
-			guards: []string{"duplicate", "protocol"}},
+		{name: "dupbatch", scenarios: []string{"e"}, issuesWrong: true,
+			guards: []string{"duplicate", "protocol", "audit finds"}},
 		{name: "markerfirst", scenarios: []string{"r2"},
-			guards: []string{"wrote its marker", "claimed before recover finished", "duplicate"}},
+			guards: []string{"wrote its marker", "claimed before recover finished", "duplicate", "audit finds"}},
 		{name: "seqonly", scenarios: []string{"r3"},
-			guards: []string{"claimed before recover finished", "waits for recover", "duplicate"}},
-		{name: "clockback", scenarios: []string{"g2l", "g2"},
-			guards: []string{"duplicate", "did not increase", "protocol", "CLOCKBACK"}},
+			guards: []string{"claimed before recover finished", "waits for recover", "duplicate", "audit finds"}},
+		{name: "clockback", scenarios: []string{"g2l", "g2"}, issuesWrong: true,
+			guards: []string{"duplicate", "did not increase", "protocol", "CLOCKBACK", "audit finds"}},
 	}
 }
 
@@ -96,11 +101,15 @@ func TestMutants(t *testing.T) {
 	reapStale(ctx, t)
 	buildImages(t, "zookeeper")
 	start := time.Now()
+	ctl, err := BuildCtl(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	var summary []string
 	for _, mc := range mutantCases() {
 		t.Run(mc.name, func(t *testing.T) {
 			began := time.Now()
-			caught := runMutant(ctx, t, mc)
+			caught := runMutant(ctx, t, mc, ctl)
 			line := fmt.Sprintf("%s (%s, %v): ", mc.name, strings.Join(mc.scenarios, ", "), time.Since(began).Round(time.Second))
 			if len(caught) == 0 {
 				line += "NOT CAUGHT"
@@ -116,7 +125,7 @@ func TestMutants(t *testing.T) {
 // runMutant runs mc's scenarios against a fleet of its workers and returns
 // the guarding checks that failed (deduplicated, shortened); it fails t
 // when none did.
-func runMutant(ctx context.Context, t *testing.T, mc mutantCase) []string {
+func runMutant(ctx context.Context, t *testing.T, mc mutantCase, ctl string) []string {
 	if os.Getenv("SNOWFLEET_IT_NO_BUILD") != "1" || exec.Command("docker", "image", "inspect", mutantImage(mc.name)).Run() != nil {
 		buildImages(t, "mutant-"+mc.name)
 	}
@@ -177,6 +186,7 @@ func runMutant(ctx context.Context, t *testing.T, mc mutantCase) []string {
 	for _, p := range Check(ctx, st, col, mon, time.Now()).Problems {
 		rec.Errorf("invariant: %s", p)
 	}
+	auditMutant(ctx, t, rec, st, col, mc, ctl)
 	guarded, other := rec.split(mc.guards)
 	for _, m := range other {
 		t.Logf("also failed (not a check of %s's rule): %s", mc.name, m)
@@ -190,6 +200,35 @@ func runMutant(ctx context.Context, t *testing.T, mc mutantCase) []string {
 		t.Errorf("mutant %s passed every check of %q: the suite cannot tell it from a correct worker", mc.name, mc.scenarios)
 	}
 	return guarded
+}
+
+// auditMutant runs the operator's audit (snowflakectl history export, then
+// audit --history) over every ID the run collected: its findings are
+// recorded as a check of the mutant's rule. It fails t when the suite's
+// own checks found IDs issued twice that audit does not, or when a mutant
+// that issues wrong IDs leaves audit finding nothing: the audit must see
+// from the IDs and the history alone what the suite sees knowing who
+// served what.
+func auditMutant(ctx context.Context, t *testing.T, rec *recorder, st *Stack, col *Collector, mc mutantCase, ctl string) {
+	rec.mu.Lock()
+	suiteSawDups := slices.ContainsFunc(rec.failures, func(f string) bool { return strings.Contains(f, "duplicate") })
+	rec.mu.Unlock()
+	rec.scenario = "snowflakectl audit"
+	a, err := AuditWithTools(ctx, st, col, ctl, t.TempDir())
+	if err != nil {
+		t.Errorf("snowflakectl audit of the run's IDs: %v", err)
+		return
+	}
+	t.Logf("snowflakectl audit of the run's IDs against the history: %s", a)
+	if a.Findings() > 0 {
+		rec.Errorf("audit finds %d issued twice, %d in no tenure, %d overlapping tenures", a.DuplicateIDs, a.NoTenureIDs, a.Overlaps)
+	}
+	switch {
+	case suiteSawDups && a.DuplicateIDs == 0:
+		t.Errorf("the suite found IDs issued twice; snowflakectl audit of the same IDs found none: %s", a)
+	case mc.issuesWrong && a.Findings() == 0:
+		t.Errorf("mutant %s issues wrong IDs, and snowflakectl audit found nothing from the IDs and the history: %s", mc.name, a)
+	}
 }
 
 // requireMutant fails unless every worker runs from an image built from

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -69,11 +70,24 @@ type auditReport struct {
 	InTenureIDs int       `json:"in_tenure_ids"`
 	BeforeIDs   int       `json:"before_history_ids"`
 	LostSpanIDs int       `json:"lost_to_restore_ids"`
-	NotChecked  []string  `json:"not_checked"`
+	// Overlaps are the history's own finding: two tenures of a slot that
+	// intersect (the lease never writes them: two holders at once).
+	Overlaps   []auditOverlap `json:"overlapping_tenures,omitempty"`
+	OverlapsN  int            `json:"overlapping_tenures_count"`
+	NotChecked []string       `json:"not_checked"`
+}
+
+// auditOverlap is two tenures of one slot that share timestamps.
+type auditOverlap struct {
+	Slot string      `json:"slot"`
+	From string      `json:"from"`
+	To   string      `json:"to"`
+	A    tree.Tenure `json:"a"`
+	B    tree.Tenure `json:"b"`
 }
 
 func (r auditReport) findings() int {
-	return r.DuplicateIDs + r.OutsideIDs + r.Impossibles + r.NoTenureIDs
+	return r.DuplicateIDs + r.OutsideIDs + r.Impossibles + r.NoTenureIDs + r.OverlapsN
 }
 
 // auditCommand is snowflakectl audit: the IDs of a table checked for IDs
@@ -84,7 +98,7 @@ func (c *ctl) auditCommand() *ffcli.Command {
 	column := fs.String("column", "", "read this CSV `column`: its 1-based number, or its header's name (the first row is then the header); without it, one ID per line")
 	dcs := fs.String("datacenters", "", "the datacenter `ranges` the fleet owns, such as 0-3,8: an ID of another datacenter is a finding (default: the history's, or not checked)")
 	histFile := fs.String("history", "", "place every ID in its slot's history from this `file` (snowflakectl history export): an ID in no tenure of the fleet is a finding")
-	asJSON := fs.Bool("json", false, "print one JSON object: ids, duplicates, outside_fleet, impossible, no_tenure, per_slot, not_checked (and the counts)")
+	asJSON := fs.Bool("json", false, "print one JSON object: ids, duplicates, outside_fleet, impossible, no_tenure, overlapping_tenures, per_slot, not_checked (and the counts)")
 	return c.command(fs, "[--column N|NAME] [--datacenters RANGES] [--history FILE] [--json] [FILE|-]",
 		"check a table's IDs (a file or stdin): issued twice, outside the fleet's datacenters, impossible, in no tenure; exit 1 on any",
 		"Reads IDs, one per line or one column of a CSV file (--column), from FILE or\n"+
@@ -95,7 +109,8 @@ func (c *ctl) auditCommand() *ffcli.Command {
 			"With --history (snowflakectl history export), every ID is placed in its\n"+
 			"slot's history: one no holder of the fleet issued (in no tenure) is a\n"+
 			"finding; the IDs in a tenure, before the history and in spans a restore\n"+
-			"lost are counted.\n"+
+			"lost are counted; two tenures of a slot that share timestamps (two holders\n"+
+			"at once) are a finding too.\n"+
 			"Exits 1 on any finding, 0 when there is none. Memory: the IDs are sorted in\n"+
 			"place, about 21 bytes per ID from a file (206 MB for 10 million), about 30\n"+
 			"from stdin (the array grows: 300 MB).",
@@ -274,6 +289,7 @@ func audit(ids []int64, owned tree.DCSet, hist *historyFile) auditReport {
 		rep.NotChecked = append(rep.NotChecked, "tenures: whether a holder of this fleet issued each ID (give --history, from snowflakectl history export)")
 	} else {
 		rep.NoTenure = []auditID{}
+		rep.overlaps(*hist)
 	}
 	if owned == 0 {
 		rep.NotChecked = append(rep.NotChecked, "datacenters: give --datacenters")
@@ -345,11 +361,25 @@ func (r *auditReport) place(h tree.History, ms int64, a auditID, n int) {
 	}
 }
 
+// overlaps finds the tenures of the history that intersect, slot by slot.
+func (r *auditReport) overlaps(h historyFile) {
+	names := slices.Sorted(maps.Keys(h.Slots))
+	for _, name := range names {
+		for _, o := range h.Slots[name].Overlaps() {
+			r.OverlapsN++
+			if len(r.Overlaps) < auditShown {
+				r.Overlaps = append(r.Overlaps, auditOverlap{Slot: name,
+					From: time.UnixMilli(o.FromMs).UTC().Format(msTime), To: time.UnixMilli(o.ToMs).UTC().Format(msTime), A: o.A, B: o.B})
+			}
+		}
+	}
+}
+
 // print writes the report for a person: one line per finding, then the
 // IDs per slot, then what was not checked.
 func (r auditReport) print(w io.Writer, name string, owned tree.DCSet) {
-	fmt.Fprintf(w, "audit: %d IDs read from %s; %d finding(s): %d issued twice, %d outside the fleet, %d impossible, %d in no tenure\n",
-		r.IDs, name, r.findings(), r.DuplicateIDs, r.OutsideIDs, r.Impossibles, r.NoTenureIDs)
+	fmt.Fprintf(w, "audit: %d IDs read from %s; %d finding(s): %d issued twice, %d outside the fleet, %d impossible, %d in no tenure, %d overlapping tenures\n",
+		r.IDs, name, r.findings(), r.DuplicateIDs, r.OutsideIDs, r.Impossibles, r.NoTenureIDs, r.OverlapsN)
 	for _, d := range r.Duplicates {
 		fmt.Fprintf(w, "DUPLICATE %d ×%d (%s, %s)\n", d.ID, d.Count, d.Slot, d.Time)
 	}
@@ -366,6 +396,11 @@ func (r auditReport) print(w io.Writer, name string, owned tree.DCSet) {
 		fmt.Fprintf(w, "NO TENURE %d (%s, %s): no holder of this fleet issued it (forged, another fleet's, or past a confirmed ceiling; snowflakectl whois %d)\n", o.ID, o.Slot, o.Time, o.ID)
 	}
 	more(w, r.NoTenureIDs, len(r.NoTenure))
+	for _, o := range r.Overlaps {
+		fmt.Fprintf(w, "OVERLAP %s %s..%s: tenures %s (%s pid %d) and %s (%s pid %d) share these timestamps: two holders at once, either may have issued an ID of them\n",
+			o.Slot, o.From, o.To, o.A.Lease, o.A.Host, o.A.PID, o.B.Lease, o.B.Host, o.B.PID)
+	}
+	more(w, r.OverlapsN, len(r.Overlaps))
 	if r.NoTenure != nil {
 		fmt.Fprintf(w, "history: %d in a holder's tenure, %d before the recorded history, %d in spans a restore lost, %d in no tenure\n",
 			r.InTenureIDs, r.BeforeIDs, r.LostSpanIDs, r.NoTenureIDs)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/snowfleet/snowfleet/coordinator/tree"
 	"github.com/snowfleet/snowfleet/snowflake"
 )
 
@@ -106,5 +107,53 @@ func TestAudit(t *testing.T) {
 	var out2, errb bytes.Buffer
 	if rc := auditFrom([]string{"-"}, strings.NewReader(strings.Join(lines[:10], "\n")), &out2, &errb); rc != exitOK || !strings.Contains(out2.String(), "10 IDs read from stdin") {
 		t.Errorf("audit - from stdin: rc %d, %q", rc, out2.String())
+	}
+}
+
+// audit --history finds what the history itself shows: two tenures of a
+// slot that share timestamps (a holder that started below its
+// predecessor's ceiling), naming both leases and the span, as a finding
+// even when every ID lies in a tenure and none is repeated; the same
+// history with the second tenure starting at the first's ceiling is clean.
+func TestAuditOverlappingTenures(t *testing.T) {
+	t.Parallel()
+	ms := time.Now().Add(-time.Hour).UnixMilli()
+	s := snowflake.Slot{Datacenter: 3, Machine: 7}
+	var lines []string
+	for _, id := range auditIDs(t, s, ms+1, 300) {
+		lines = append(lines, fmt.Sprint(id))
+	}
+	dir := t.TempDir()
+	ids := filepath.Join(dir, "ids")
+	if err := os.WriteFile(ids, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	history := func(name string, secondFloor int64) string {
+		h := historyFile{Root: "/snowflake", Datacenters: "3", Slots: map[string]tree.History{s.String(): tree.History{}.
+			With(tree.Tenure{Lease: "lease-a", Host: "host-a", PID: 11, FloorMs: ms, CeilingMs: ms + 200}).
+			With(tree.Tenure{Lease: "lease-b", Host: "host-b", PID: 22, FloorMs: secondFloor, CeilingMs: ms + 400})}}
+		b, _ := json.Marshal(h)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var out, errb bytes.Buffer
+	if rc := auditFrom([]string{"--history", history("clean.json", ms+200), ids}, nil, &out, &errb); rc != exitOK {
+		t.Fatalf("tenures end to end: audit rc %d:\n%s%s", rc, out.String(), errb.String())
+	}
+	out.Reset()
+	rc := auditFrom([]string{"--history", history("overlap.json", ms+150), ids}, nil, &out, &errb)
+	text := out.String()
+	want := "OVERLAP dc03-m07 " + time.UnixMilli(ms+150).UTC().Format(msTime) + ".." + time.UnixMilli(ms+200).UTC().Format(msTime) + ": tenures lease-a (host-a pid 11) and lease-b (host-b pid 22)"
+	if rc != exitFailure || !strings.Contains(text, want) || !strings.Contains(text, "1 finding(s)") {
+		t.Fatalf("B from ms+150 under A's ceiling ms+200: audit rc %d:\n%s\nwant exit 1, one finding, a line with %q", rc, text, want)
+	}
+	out.Reset()
+	auditFrom([]string{"--history", history("overlap.json", ms+150), "--json", ids}, nil, &out, &errb)
+	var rep auditReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || rep.OverlapsN != 1 || len(rep.Overlaps) != 1 || rep.Overlaps[0].B.Lease != "lease-b" {
+		t.Fatalf("audit --json: %v %+v", err, rep)
 	}
 }

@@ -81,7 +81,7 @@ func TestWhoisHistoryExportAndAudit(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatalf("audit --json: %v: %s %s", err, out.String(), errb.String())
 	}
-	if rc != exitFailure || rep.NoTenureIDs != 1 || len(rep.NoTenure) != 1 || rep.NoTenure[0].ID != forged || rep.InTenureIDs != len(ids) {
+	if rc != exitFailure || rep.NoTenureIDs != 1 || len(rep.NoTenure) != 1 || rep.NoTenure[0].ID != forged || rep.InTenureIDs != len(ids) || rep.OverlapsN != 0 {
 		t.Errorf("audit --history rc %d: %+v; want the forged ID in no tenure (a finding), the %d of A in its tenure", rc, rep, len(ids))
 	}
 }

@@ -103,6 +103,33 @@ func (h History) size() int {
 	return len(b)
 }
 
+// TenureOverlap is two tenures of one slot whose intervals intersect: two
+// holders that may both have issued IDs of the timestamps in (FromMs,
+// ToMs]. The lease never records one (each holder starts above what the
+// last one confirmed); a history that shows one was written by a broken
+// or forged holder, or edited by hand.
+type TenureOverlap struct {
+	// A and B are the two tenures, A the older in the history.
+	A, B Tenure
+	// FromMs and ToMs bound the timestamps both hold: (FromMs, ToMs].
+	FromMs, ToMs int64
+}
+
+// Overlaps returns every pair of h's tenures (and spans a restore lost)
+// whose intervals intersect, older first.
+func (h History) Overlaps() []TenureOverlap {
+	var out []TenureOverlap
+	for i, a := range h.Tenures {
+		for _, b := range h.Tenures[i+1:] {
+			from, to := max(a.FloorMs, b.FloorMs), min(a.CeilingMs, b.CeilingMs)
+			if from < to {
+				out = append(out, TenureOverlap{A: a, B: b, FromMs: from, ToMs: to})
+			}
+		}
+	}
+	return out
+}
+
 // Placement is where an ID's timestamp falls in a slot's history.
 type Placement int
 

@@ -56,3 +56,30 @@ func TestHistoryInTheRecord(t *testing.T) {
 		t.Fatalf("decoded %+v, %v: want the history written", rec.History, err)
 	}
 }
+
+// Tenures that follow each other (each floor at or above the last
+// ceiling, as the lease writes them, a released one ending low) overlap
+// nowhere; a holder that took the slot as if nobody had held it (floor 0)
+// or wrote past its successor's floor overlaps, and Overlaps names both
+// tenures and the span they share.
+func TestHistoryOverlaps(t *testing.T) {
+	t.Parallel()
+	var h History
+	h = h.With(Tenure{Lease: "a", FloorMs: 100, CeilingMs: 200})
+	h = h.With(Tenure{Lease: "b", FloorMs: 200, CeilingMs: 300, LastMs: 250, Released: true})
+	h = h.With(Tenure{Lease: "r", Kind: LostToRestore, FloorMs: 300, CeilingMs: 400})
+	h = h.With(Tenure{Lease: "c", FloorMs: 400, CeilingMs: 400}) // claimed, nothing confirmed above
+	h = h.With(Tenure{Lease: "d", FloorMs: 400, CeilingMs: 500})
+	if o := h.Overlaps(); len(o) != 0 {
+		t.Fatalf("tenures end to end overlap: %+v", o)
+	}
+	zero := h.With(Tenure{Lease: "e", FloorMs: 0, CeilingMs: 600})
+	if o := zero.Overlaps(); len(o) != 5-1 { // every tenure but c, which holds no timestamp
+		t.Fatalf("a tenure from floor 0 overlaps %d tenures, want 4: %+v", len(o), o)
+	}
+	past := h.With(Tenure{Lease: "d2", FloorMs: 450, CeilingMs: 700})
+	o := past.Overlaps()
+	if len(o) != 1 || o[0].A.Lease != "d" || o[0].B.Lease != "d2" || o[0].FromMs != 450 || o[0].ToMs != 500 {
+		t.Fatalf("a successor starting at 450 under d's ceiling 500: overlaps %+v, want d and d2 in (450, 500]", o)
+	}
+}
