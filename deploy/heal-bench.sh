@@ -35,30 +35,10 @@ if [[ -z $bin ]]; then
 	bin=$tmp/bin
 	(cd "$root" && CGO_ENABLED=0 go build -o "$bin/" ./cmd/snowflaked ./cmd/snowflakectl)
 fi
-zkport=$((21000 + RANDOM % 2000))
-! (exec 3<>"/dev/tcp/127.0.0.1/$zkport") 2>/dev/null || fail "port $zkport is taken; run again"
-mkdir -p "$tmp/zk"
-cat >"$tmp/zk/zoo.cfg" <<EOF
-tickTime=200
-minSessionTimeout=1000
-maxSessionTimeout=60000
-dataDir=$tmp/zk
-clientPort=$zkport
-clientPortAddress=127.0.0.1
-admin.enableServer=false
-4lw.commands.whitelist=srvr,ruok
-EOF
-java -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
-	org.apache.zookeeper.server.quorum.QuorumPeerMain "$tmp/zk/zoo.cfg" >"$tmp/zk/zk.log" 2>&1 &
-pids+=($!)
-# srvr answers "Mode: standalone" once it serves (a bare connect comes earlier).
-zkup() { exec 3<>"/dev/tcp/127.0.0.1/$zkport" && echo srvr >&3 && grep -q Mode <&3; }
-deadline=$((SECONDS + 60))
-until zkup 2>/dev/null; do
-	((SECONDS < deadline)) || fail "ZooKeeper did not start: $(tail -3 "$tmp/zk/zk.log")"
-	sleep 0.2
-done
-exec 3>&-
+# shellcheck source=deploy/localzk.sh
+source "$root/deploy/localzk.sh"
+localzk_init "$tmp/zk"
+localzk_start "$tmp/zk"
 
 declare -A wpid # worker number -> pid
 base=$((24000 + RANDOM % 4000))

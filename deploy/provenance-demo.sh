@@ -20,34 +20,14 @@ cleanup() {
 	if [[ -n ${KEEP:-} ]]; then echo "provenance-demo: logs kept in $tmp" >&2; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
-for tool in go java redis-cli curl; do command -v "$tool" >/dev/null || { echo "provenance-demo: $tool is missing (make deps)" >&2; exit 1; }; done
+fail() { echo "provenance-demo: $*" >&2; exit 1; }
+for tool in go java redis-cli curl; do command -v "$tool" >/dev/null || fail "$tool is missing (make deps)"; done
 bin=$tmp/bin
 (cd "$root" && CGO_ENABLED=0 go build -o "$bin/" ./cmd/snowflaked ./cmd/snowflakectl)
-zkport=$((21000 + RANDOM % 2000))
-mkdir -p "$tmp/zk"
-cat >"$tmp/zk/zoo.cfg" <<EOF
-tickTime=200
-minSessionTimeout=1000
-maxSessionTimeout=60000
-dataDir=$tmp/zk
-clientPort=$zkport
-clientPortAddress=127.0.0.1
-admin.enableServer=false
-4lw.commands.whitelist=srvr,ruok
-EOF
-zkpid=
-zkstart() {
-	java -cp /etc/zookeeper/conf:/usr/share/java/zookeeper.jar \
-		org.apache.zookeeper.server.quorum.QuorumPeerMain "$tmp/zk/zoo.cfg" >>"$tmp/zk/zk.log" 2>&1 &
-	zkpid=$!; pids+=($!)
-	local deadline=$((SECONDS + 60))
-	until (exec 3<>"/dev/tcp/127.0.0.1/$zkport" && echo srvr >&3 && grep -q Mode <&3) 2>/dev/null; do
-		((SECONDS < deadline)) || { echo "provenance-demo: ZooKeeper did not start: $(tail -3 "$tmp/zk/zk.log")" >&2; exit 1; }
-		sleep 0.2
-	done
-}
-zkstop() { kill "$zkpid"; wait "$zkpid" 2>/dev/null || true; }
-zkstart
+# shellcheck source=deploy/localzk.sh
+source "$root/deploy/localzk.sh"
+localzk_init "$tmp/zk"
+localzk_start "$tmp/zk"
 zk=127.0.0.1:$zkport
 ctl() { echo "\$ snowflakectl $*" | sed "s#$tmp#\$tmp#g; s#$zk#zk:2181#g"; "$bin/snowflakectl" "$@"; }
 "$bin/snowflakectl" init --zk "$zk" --zk-insecure --new-fleet --datacenters 3 >/dev/null 2>&1
@@ -61,11 +41,11 @@ start() {
 	wpid[$1]=$!; pids+=($!)
 }
 serves() { [[ $(timeout 0.3 redis-cli -p "$(port "$1")" NEXTID 2>/dev/null) =~ ^[0-9]+$ ]]; }
-await() { local d=$((SECONDS + $2)); until serves "$1"; do ((SECONDS < d)) || { echo "provenance-demo: worker $1 does not serve after $2 s: $(tail -2 "$tmp/w$1.log")" >&2; exit 1; }; sleep 0.1; done; }
+await() { local d=$((SECONDS + $2)); until serves "$1"; do ((SECONDS < d)) || fail "worker $1 does not serve after $2 s: $(tail -2 "$tmp/w$1.log")"; sleep 0.1; done; }
 # draw W LABEL: 1000 IDs from worker W into ids.txt, and one of them kept as $LABEL
 draw() {
 	redis-cli -p "$(port "$1")" NEXTIDS 1000 >"$tmp/batch"
-	grep -qE '^[0-9]+$' "$tmp/batch" || { echo "provenance-demo: worker $1 answered $(head -1 "$tmp/batch")" >&2; exit 1; }
+	grep -qE '^[0-9]+$' "$tmp/batch" || fail "worker $1 answered $(head -1 "$tmp/batch")"
 	cat "$tmp/batch" >>"$tmp/ids.txt"
 	printf -v "$2" '%s' "$(sed -n 500p "$tmp/batch")"
 	echo "# worker $1 (pid ${wpid[$1]}) issued $2=$(sed -n 500p "$tmp/batch")"
@@ -80,11 +60,11 @@ echo "# worker 2 paused 12 s (past its 6 s session), then continued"
 kill -STOP "${wpid[2]}"; sleep 12; kill -CONT "${wpid[2]}"; sleep 1; await 2 60
 draw 2 B2; draw 3 C2
 echo "# backup: ZooKeeper stopped, its data copied, started again; 45 s on (past the reservations the copy holds)"
-zkstop; cp -a "$tmp/zk/version-2" "$tmp/backup"; zkstart
+localzk_stop; cp -a "$tmp/zk/version-2" "$tmp/backup"; localzk_start "$tmp/zk"
 sleep 45
 draw 2 B3; draw 4 D2
 echo "# restore: ZooKeeper stopped, the backup's data put back, started again"
-zkstop; rm -rf "$tmp/zk/version-2"; cp -a "$tmp/backup" "$tmp/zk/version-2"; zkstart
+localzk_stop; rm -rf "$tmp/zk/version-2"; cp -a "$tmp/backup" "$tmp/zk/version-2"; localzk_start "$tmp/zk"
 sleep 5
 for i in 2 3 4; do echo "# worker $i /readyz: $(curl -s "127.0.0.1:$(($(port $i) + 1))/readyz")"; done
 ctl recover --zk "$zk" --yes

@@ -99,7 +99,7 @@ func TestMutants(t *testing.T) {
 	redis.SetLogger(quietRedis{})
 	ctx := context.Background()
 	reapStale(ctx, t)
-	buildImages(t, "zookeeper")
+	buildImages(t, "zookeeper", "prometheus") // every scenario waits for its targets in Prometheus
 	start := time.Now()
 	ctl, err := BuildCtl(ctx, t.TempDir())
 	if err != nil {
@@ -252,17 +252,17 @@ func requireMutant(ctx context.Context, t *testing.T, st *Stack, name string) {
 }
 
 // buildImages runs deploy/build-images.sh what (a mutant's image, or
-// ZooKeeper's brought up to date).
-func buildImages(t *testing.T, what string) {
+// ZooKeeper's and Prometheus's brought up to date).
+func buildImages(t *testing.T, what ...string) {
 	t.Helper()
 	start := time.Now()
-	cmd := exec.Command(filepath.Join("..", "deploy", "build-images.sh"), what)
-	cmd.Env = append(os.Environ(), "MUTANT_IMAGE="+envOr("MUTANT_IMAGE", "snowfleet/snowflaked:mutant"), "ZK_IMAGE="+zkImage())
+	cmd := exec.Command(filepath.Join("..", "deploy", "build-images.sh"), what...)
+	cmd.Env = append(os.Environ(), "MUTANT_IMAGE="+envOr("MUTANT_IMAGE", "snowfleet/snowflaked:mutant"), "ZK_IMAGE="+zkImage(), "PROMETHEUS_IMAGE="+promImage())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("deploy/build-images.sh %s: %v\n%s", what, err, out)
+		t.Fatalf("deploy/build-images.sh %v: %v\n%s", what, err, out)
 	}
-	t.Logf("image %s ready in %v", what, time.Since(start).Round(100*time.Millisecond))
+	t.Logf("images %v ready in %v", what, time.Since(start).Round(100*time.Millisecond))
 }
 
 // recorder is the testing.TB a scenario gets in the mutation proof: a
