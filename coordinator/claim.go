@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	mrand "math/rand/v2"
 	"os"
 	"strings"
@@ -108,20 +107,20 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			if err := s.allRefused(); err != nil {
 				return nil, err
 			}
-			s.standby(ctx, s.everyHeld(names))
+			s.standBy(ctx, s.everyHeld(names))
 			continue
 		}
 		if c.getState() == StateStandby {
-			if listTook > standbySlowList && !s.relisted {
+			if listTook > standbySlowList && !s.standby.relisted {
 				// ZooKeeper stalled: the standbys that woke meanwhile got
 				// this same answer at once; spread them out again.
-				s.relisted = true
+				s.standby.relisted = true
 				sleep(ctx, herdDelay(standbyJitter))
 				continue
 			}
 			c.setState(StateClaiming)
 		}
-		s.relisted = false
+		s.standby.relisted = false
 		slot, own := s.preferLost(free)
 		if !own {
 			slot = free[mrand.IntN(len(free))]
@@ -159,7 +158,7 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		fresh = true
 		if h, ok := zklayout.Holders(names)[slot]; !ok || h.Name != l.name {
 			s.deleteLease(ctx, l)
-			s.lostRaces++
+			s.standby.lostRaces++
 			continue
 		}
 		ok, err := s.reserve(ctx, l)
@@ -183,10 +182,10 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			s.resumed(l)
 		}
 		s.resume = nil // a lease lost later is the one to resume
-		s.lostRaces = 0
+		s.standby.lostRaces = 0
 		s.waiting, s.far = "", 0
 		c.setWaiting(ReasonNoLease, 0) // a lease lost later waits afresh
-		s.hideStandby(ctx)
+		s.standby.hide(ctx)
 		c.claims.Add(1)
 		c.m.claimTime.Observe(time.Since(start).Seconds())
 		return l, nil
@@ -306,38 +305,6 @@ func (s *claimer) freeSlots(names []string) []snowflake.Slot {
 	return free
 }
 
-// The standby herd: every standby is told of every change of leases/, and
-// a freed slot is the same one for all of them. After a change each waits a
-// random delay within standbyJitter before it lists; the first to list
-// creates, and those listing after its create find the slot taken. Only
-// those listing within one list-and-create time of the first create too,
-// so the delays are drawn from a truncated exponential (few early, most
-// late; Nonnenmacher and Biersack's feedback suppression): the first of n
-// standbys acts alone well before the window ends (about 0.4 of it for
-// n=100), where a uniform draw would put n/window of them in each ms.
-// Changes during the wait cost nothing: the one-shot watch is armed again
-// only by the next listing. A standby that lost a race waits in a window
-// twice (then four times) as long, leaving the next slot to others. The
-// periodic re-list (for a watch lost with a session) backs off from
-// standbyRelist to standbyRelistMax while nothing is free.
-const (
-	standbyJitter    = 800 * time.Millisecond
-	standbyLambda    = 10.0 // steepness of the truncated exponential
-	standbyRelist    = 2 * time.Second
-	standbyRelistMax = 30 * time.Second
-	// standbySlowList: a standby's listing slower than this (ZooKeeper
-	// stalled, and answered the standbys that woke meanwhile all at once)
-	// is followed by one more jittered delay and listing before creating.
-	standbySlowList = 100 * time.Millisecond
-)
-
-// herdDelay draws a delay in [0, window) with density proportional to
-// exp(standbyLambda*t/window).
-func herdDelay(window time.Duration) time.Duration {
-	u := mrand.Float64()
-	return time.Duration(float64(window) * math.Log1p(u*math.Expm1(standbyLambda)) / standbyLambda)
-}
-
 // everyHeld reports whether a lease node holds every candidate slot: only
 // then does a standby show itself. One that merely avoids the free slots
 // (reserved too far past its clock, refused, damaged) could take nothing
@@ -350,34 +317,6 @@ func (s *claimer) everyHeld(names []string) bool {
 		}
 	}
 	return true
-}
-
-// standby waits for a change of leases/ (the watch) and then a jitter, a
-// periodic re-list, or ctx. Its standby node is shown while every
-// candidate slot is held (allHeld), and hidden otherwise.
-func (s *claimer) standby(ctx context.Context, allHeld bool) {
-	c := s.c
-	if c.getState() != StateStandby {
-		c.setState(StateStandby)
-		s.relist = standbyRelist
-	}
-	s.sayWhyWaiting(allHeld)
-	if allHeld {
-		s.showStandby(ctx) // once per session: holders of our range shorten
-	} else {
-		s.hideStandby(ctx) // shortening would free nothing we could take
-	}
-	// Uniform in [relist/2, 3*relist/2): standbys started together drift apart.
-	t := time.NewTimer(s.relist/2 + time.Duration(mrand.Int64N(int64(s.relist))))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-s.watch:
-		s.watch = nil
-		sleep(ctx, herdDelay(standbyJitter<<min(s.lostRaces, 2)))
-	case <-t.C:
-		s.relist = min(2*s.relist, standbyRelistMax)
-	}
 }
 
 // createLease creates the protected ephemeral sequential node of slot and

@@ -20,12 +20,6 @@ type claimer struct {
 	avoid map[snowflake.Slot]avoided
 	// watch is the armed one-shot watch on leases/, if any.
 	watch <-chan zk.Event
-	// relist is the standby's current periodic re-list interval, backed off
-	// while nothing is free; lostRaces counts claims lost to a lower node
-	// since the last won, widening the standby's jitter window.
-	relist    time.Duration
-	lostRaces int
-	relisted  bool // the standby listed again after a slow listing
 	// owned are the datacenters the root owns, read (and checked against
 	// the ensemble's other fleets) by ensureRoot; claims stay inside them.
 	owned tree.DCSet
@@ -37,27 +31,10 @@ type claimer struct {
 	// knew before it: the next claim waits for a recover run after it.
 	backWhileHeld string
 	backSince     int64
-	// standbyNode is our standby node while we stand by (standby.go),
-	// made by the create of standbyGUID and owned by standbySession;
-	// standbyRetryAt delays a retry after a failure.
-	standbyNode    string
-	standbyGUID    string
-	standbySession int64
-	standbyRetryAt time.Time
-	// standbyGUIDs are the GUIDs of our standby creates whose node may
-	// exist (not known deleted); standbySessions the sessions named in
-	// them. A node in standby/ with either is ours (ownStandby).
-	standbyGUIDs    map[string]struct{}
-	standbySessions map[int64]struct{}
-	// standbyNames is the last listing of standby/ while holding, less
-	// our own nodes; standbyOrphans are those (deleted on the orphan tick).
-	// standbyList is the answer of the listing still out, if any.
-	standbyNames   []string
-	standbyOrphans []string
-	standbyList    chan standbyListing
-	// standbyKinds says of each node listed in standby/ whether a live
-	// session holds it (read once a node): a persistent one is no standby.
-	standbyKinds map[string]bool
+	// standby is this worker standing by (standby.go); standbys is what
+	// it sees of the others' standby nodes while it holds (standbyview.go).
+	standby  *standby
+	standbys *standbyView
 	// shortened: the last renew used StandbyHorizon (for the log).
 	shortened bool
 	// serverErrs counts the renews in a row the server answered with an
@@ -93,4 +70,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	case <-ctx.Done():
 		return false
 	}
+}
+
+// newClaimer is the claim state of a Run on session zs.
+func newClaimer(c *Coordinator, zs *zkSession) *claimer {
+	own := &standby{c: c, z: zs}
+	return &claimer{c: c, zkSession: zs, standby: own, standbys: &standbyView{c: c, z: zs, own: own}}
 }

@@ -245,7 +245,7 @@ func (c *Coordinator) runSession(ctx context.Context, prev *claimer) (*claimer, 
 		closeBy(conn, by)
 	}()
 	c.conn.Store(conn)
-	s := &claimer{c: c, zkSession: zs}
+	s := newClaimer(c, zs)
 	if c.cfg.Auth != "" {
 		if err := zs.auth(ctx, c.cfg.Auth); err != nil {
 			if ctx.Err() != nil {

@@ -32,7 +32,9 @@
 // outage.go, an outage of ZooKeeper said once when it starts and ends),
 // resume.go (a lease lost with our session: its slot claimed again at once
 // from the last ID we issued while nobody has written it since),
-// standby.go (the standby nodes: made by a standby, listed by holders),
+// standby.go (a standby of its own: its node, shown while every slot it
+// may take is held, and the herd's wait), standbyview.go (what a holder
+// sees of standby/: the standbys waiting for its range),
 // release.go (seal, lower the reservation, delete the node). Below them:
 // fence.go (the reservation rule, the one helper that writes a
 // reservation, the fenced Multi and how its result is classified, the skew

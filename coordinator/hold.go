@@ -62,12 +62,8 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 					s.cleanOrphans(ctx, names)
 				}
 			}
-			if ctx.Err() == nil && len(s.standbyOrphans) > 0 {
-				// Standby nodes of ours in the last listing of standby/
-				// (a lost create that landed, a failed delete): each
-				// shortens our range's holders for nothing.
-				s.cleanStandbys(ctx, s.standbyOrphans)
-				s.standbyOrphans = nil
+			if ctx.Err() == nil && len(s.standbys.orphans) > 0 {
+				s.standbys.cleanOrphans(ctx)
 			}
 			continue
 		}
@@ -93,7 +89,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 			away.gone(c, l, zs.String())
 			continue
 		}
-		s.listStandbys(ctx) // a standby waiting shortens this renew
+		s.standbys.list(ctx) // a standby waiting shortens this renew
 		res, err := s.renew(ctx, l, gen)
 		u, _ := unusableSlot(err) // why the slot cannot be served, if it cannot
 		switch res {
@@ -143,7 +139,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 // successor; the generator already stops at the lower one.
 func (s *claimer) renew(ctx context.Context, l *wonLease, gen *snowflake.Generator) (writeResult, error) {
 	c := s.c
-	waiting := standbyCounts(s.standbyNames, l.slot.Datacenter)
+	waiting := s.standbys.waitingFor(l.slot.Datacenter)
 	h := c.horizonFor(waiting)
 	if waiting != s.shortened {
 		s.shortened = waiting
