@@ -161,20 +161,19 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			s.standby.lostRaces++
 			continue
 		}
-		ok, err := s.reserve(ctx, l)
-		if u, unusable := unusableSlot(err); unusable {
+		switch res, err := s.reserve(ctx, l); res {
+		case reserveUnusable:
 			// Avoided (and said) before the node goes: whoever sees it
 			// gone finds the slot avoided and the damage counted.
+			u, _ := unusableSlot(err)
 			s.avoidSlot(u)
 			s.deleteLease(ctx, l)
 			fresh = false
 			continue
-		}
-		if err != nil {
+		case reserveFailed:
 			s.deleteLease(ctx, l)
 			return nil, err // ErrDamaged: Run reads the root again
-		}
-		if !ok {
+		case reserveGaveUp:
 			fresh = false
 			continue
 		}
@@ -356,140 +355,4 @@ func hostname() string {
 		return "unknown"
 	}
 	return h
-}
-
-// reserve makes the claim's fenced reservation: it reads the slot, waits
-// for the clock to pass the stored reservation R, then writes
-// reservedUntil(now, R) fenced by our lease node. false means the lease is
-// given up: its node deleted (lost, the wait was too long), or, with a
-// *slotUnusable (the slot refused us, does not decode, is missing, is
-// reserved too far ahead), left for the claim loop to delete. An error
-// wrapping ErrDamaged means slots/ (or more) is missing.
-func (s *claimer) reserve(ctx context.Context, l *wonLease) (bool, error) {
-	c := s.c
-	if err := s.slotTrusted(ctx, l.slot); err != nil {
-		return false, refusedSlot(l.slot, err)
-	}
-	attempted := false // a write of ours may have landed
-	var seenVersion int32 = -2
-	for {
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		if s.conn.SessionID() != l.session {
-			return false, nil // the session, and our node with it, is gone
-		}
-		rec, ours, err := s.adoptIfOurs(ctx, l)
-		u, unusable := unusableSlot(err)
-		missing := unusable && u.why == slotMissing
-		switch {
-		case missing:
-		case unusable:
-			return false, u // the slot node does not decode
-		case errors.Is(err, zk.ErrNoAuth):
-			return false, refusedSlot(l.slot, err)
-		case fatal(err):
-			return false, err
-		case err != nil:
-			sleep(ctx, 100*time.Millisecond)
-			continue
-		}
-		if ours {
-			// Our own write landed although its answer was lost: adopt it.
-			l.ceiling, l.czxid = rec.ReservedUntilMs, rec.Czxid
-			return true, nil
-		}
-		version := int32(-1)
-		if !missing {
-			version = rec.Version
-		}
-		if attempted && version != seenVersion {
-			c.log.Warn("slot written by another holder during our claim", "slot", l.slot, "holder", rec.Holder)
-			s.deleteLease(ctx, l)
-			return false, nil
-		}
-		seenVersion = version
-		if missing {
-			// Every slot node exists from the root's creation on: its
-			// history was deleted, and floor 0 could repeat IDs.
-			if err := s.checkTree(ctx); err != nil {
-				return false, err
-			}
-			return false, u
-		}
-		R, resumed := s.floorOf(l.slot, rec)
-		l.floor, l.resumed, l.czxid = R, resumed, rec.Czxid
-		l.history, l.startMs = rec.History, c.nowMs()
-		if resumed {
-			l.history = l.history.Ended(s.resume.name, R)
-		}
-		if past, err := s.waitPast(ctx, l, R); !past {
-			if err != nil {
-				return false, err
-			}
-			s.deleteLease(ctx, l)
-			return false, nil
-		}
-		now := c.nowMs()
-		target := c.reservedUntil(now, R)
-		attempted = true
-		sent := time.Now()
-		sendMs := c.nowMs()
-		st, res, err := s.writeSlot(ctx, l, tree.SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version)
-		switch res {
-		case writeOK:
-			c.observeWrite(st, sendMs, c.nowMs(), sent)
-			l.version, l.ceiling = st.Version, target
-			return true, nil
-		case writeLeaseGone:
-			return false, nil
-		case writeFailed:
-			if errors.Is(err, zk.ErrNoAuth) {
-				return false, refusedSlot(l.slot, err)
-			}
-			if fatal(err) {
-				return false, err
-			}
-			c.log.Warn("cannot write slot reservation", "slot", l.slot, "error", err)
-			sleep(ctx, 200*time.Millisecond)
-			attempted = false
-		case writeServerError:
-			// An unknown outcome (fence.go): the next read adopts the
-			// write if it landed, else it is made again.
-			c.log.Warn("zookeeper answered the slot reservation with an error; trying again", "slot", l.slot, "error", err)
-			sleep(ctx, 200*time.Millisecond)
-		}
-	}
-}
-
-// waitPast waits until the clock is past R, the stored reservation; false
-// if that is further than MaxReservationWait (a clock behind, or a horizon
-// longer than the wait), with a *slotUnusable: the slot is to be avoided
-// for that long.
-func (s *claimer) waitPast(ctx context.Context, l *wonLease, R int64) (bool, error) {
-	c := s.c
-	gap := time.Duration(R-c.nowMs()) * time.Millisecond
-	if gap < 0 {
-		return true, nil
-	}
-	if gap > c.cfg.MaxReservationWait {
-		// Not for the whole gap: the clock may be put right meanwhile.
-		return false, s.farFound(l.slot, R)
-	}
-	c.log.Info("waiting for the slot's reservation to pass", "slot", l.slot, "reserved_until", time.UnixMilli(R).UTC(), "wait", gap)
-	c.setWaiting(ReasonReserved, R)
-	defer c.setWaiting(ReasonNoLease, 0)
-	deadline := time.Now().Add(c.cfg.MaxReservationWait + time.Second)
-	for {
-		now := c.nowMs()
-		if now > R {
-			return true, nil
-		}
-		if time.Now().After(deadline) {
-			return false, nil // the clock moved back while we waited
-		}
-		if !sleep(ctx, min(time.Duration(R-now+1)*time.Millisecond, 100*time.Millisecond)) {
-			return false, nil
-		}
-	}
 }

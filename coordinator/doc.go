@@ -27,7 +27,7 @@
 // trust.go (the tree's ACLs checked at start and at each claim:
 // tree.ErrUntrustedTree), claim.go (the lease type; list leases/, create
 // our node, the lowest sequence wins, wait past the stored reservation R,
-// the first fenced write), hold.go (the generator is made and IDs are
+// the first fenced write: reserve.go, whose outcome is named), hold.go (the generator is made and IDs are
 // served; the renew loop, shortened while a standby waits; a lost lease;
 // outage.go, an outage of ZooKeeper said once when it starts and ends),
 // resume.go (a lease lost with our session: its slot claimed again at once
