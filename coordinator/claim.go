@@ -46,40 +46,43 @@ type wonLease struct {
 	releasing bool
 }
 
-// claim returns a won lease node with a confirmed reservation, standing by
-// while every slot is held. It returns an error when ctx ends, for a fault
-// retrying cannot fix, or wrapping ErrDamaged when the tree is missing a
-// node (the root may have been made again, with other ranges or bounds:
-// Run reads it again before claiming).
-func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
+// runClaiming is the claiming state: it lists leases/, picks a free slot
+// (our lost one first), creates our lease node, keeps it if it is the
+// slot's lowest and makes the first fenced reservation (reserve), trying
+// another slot or again until one is won: then serving. It stands by
+// while no slot it may take is free, waits for recover when it sees the
+// ensemble went back in time, reads the root again on damage (it may
+// have been made again, with other ranges or bounds), and stops on ctx or
+// a fault retrying cannot fix.
+func (s *leaseLoop) runClaiming(ctx context.Context) leaseState {
 	c := s.c
-	start := time.Now()
-	c.setState(StateClaiming)
 	var names []string
 	fresh := false // names is a listing taken after our last create
 	var listTook time.Duration
 	for {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return done
 		}
 		if c.refused.Load() {
-			return nil, errRefusedSession
+			return sessionRefused
+		}
+		if s.claimStart.IsZero() {
+			// A claim begins (not one coming back from standing by or
+			// from a recover).
+			s.claimStart = time.Now()
+			c.setState(StateClaiming)
 		}
 		if why, back := s.lostSlotWentBack(ctx); back {
-			if err := s.awaitRecover(ctx, why, s.lastConfirmed()); err != nil {
-				return nil, err
-			}
-			continue
+			s.recover = recoverWait{why: why, since: s.lastConfirmed()}
+			return waitingRecover
 		}
 		if s.backWhileHeld != "" {
-			s.backWhileHeld = "" // said and counted when it was seen
-			if err := s.waitForRecover(ctx, s.backSince); err != nil {
-				return nil, err
-			}
-			continue
+			s.recover = recoverWait{since: s.backSince} // said and counted when it was seen
+			s.backWhileHeld = ""
+			return waitingRecover
 		}
 		if err := c.checkIDSpace(); err != nil {
-			return nil, err // the clock passed the end while we claimed
+			return s.stop(err) // the clock passed the end while we claimed
 		}
 		if !fresh {
 			var err error
@@ -88,11 +91,11 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			listTook = time.Since(listed)
 			if err != nil {
 				if fatal(err) {
-					return nil, err
+					return s.stop(err)
 				}
 				if errors.Is(err, zk.ErrNoNode) {
 					if derr := s.checkTree(ctx); errors.Is(derr, tree.ErrDamaged) {
-						return nil, derr // Run reads the root again
+						return s.damaged(derr)
 					}
 				}
 				c.log.Debug("cannot list leases; retrying", "error", err)
@@ -105,10 +108,10 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		free := s.freeSlots(names)
 		if len(free) == 0 {
 			if err := s.allRefused(); err != nil {
-				return nil, err
+				return s.stop(err)
 			}
-			s.standBy(ctx, s.everyHeld(names))
-			continue
+			s.standby.allHeld = s.everyHeld(names)
+			return standingBy
 		}
 		if c.getState() == StateStandby {
 			if listTook > standbySlowList && !s.standby.relisted {
@@ -134,7 +137,7 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		l, err := s.createLease(ctx, slot)
 		if err != nil {
 			if fatal(err) {
-				return nil, err
+				return s.stop(err)
 			}
 			c.log.Debug("lease node create failed; retrying", "slot", slot, "error", err)
 			sleep(ctx, 100*time.Millisecond)
@@ -142,11 +145,8 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		}
 		if back, seq := s.rollback.wentBack(l.name); back {
 			s.deleteLease(ctx, l)
-			why := fmt.Sprintf("our new lease node's sequence %d is at or below %d, seen before", seq, s.rollback.seen)
-			if err := s.awaitRecover(ctx, why, known); err != nil {
-				return nil, err
-			}
-			continue
+			s.recover = recoverWait{why: fmt.Sprintf("our new lease node's sequence %d is at or below %d, seen before", seq, s.rollback.seen), since: known}
+			return waitingRecover
 		}
 		// Lowest sequence per slot wins. This listing is read after our
 		// create, so every older node of the slot is in it, and it is fresh
@@ -172,23 +172,35 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			continue
 		case reserveFailed:
 			s.deleteLease(ctx, l)
-			return nil, err // ErrDamaged: Run reads the root again
+			if errors.Is(err, tree.ErrDamaged) {
+				return s.damaged(err)
+			}
+			return s.stop(err)
 		case reserveGaveUp:
 			fresh = false
 			continue
 		}
-		if l.resumed {
-			s.resumed(l)
-		}
-		s.resume = nil // a lease lost later is the one to resume
-		s.standby.lostRaces = 0
-		s.waiting, s.far = "", 0
-		c.setWaiting(ReasonNoLease, 0) // a lease lost later waits afresh
-		s.standby.hide(ctx)
-		c.claims.Add(1)
-		c.m.claimTime.Observe(time.Since(start).Seconds())
-		return l, nil
+		return s.claimed(ctx, l)
 	}
+}
+
+// claimed ends a claim that won l: what the claim waited for is over (a
+// lost slot to resume, a standby node, the reasons it took no slot).
+func (s *leaseLoop) claimed(ctx context.Context, l *wonLease) leaseState {
+	c := s.c
+	if l.resumed {
+		s.resumed(l)
+	}
+	s.resume = nil // a lease lost later is the one to resume
+	s.standby.lostRaces = 0
+	s.waiting, s.far = "", 0
+	c.setWaiting(ReasonNoLease, 0) // a lease lost later waits afresh
+	s.standby.hide(ctx)
+	c.claims.Add(1)
+	c.m.claimTime.Observe(time.Since(s.claimStart).Seconds())
+	s.claimStart = time.Time{}
+	s.won = l
+	return serving
 }
 
 // fatal: errors that retrying cannot fix.
@@ -199,7 +211,7 @@ func fatal(err error) bool {
 // list reads leases/, arming the one-shot watch if none is armed: re-arming
 // on every read would add a watcher each time until the next change. Every
 // listing goes to the restore detector with the child counter read with it.
-func (s *claimer) list(ctx context.Context) ([]string, error) {
+func (s *leaseLoop) list(ctx context.Context) ([]string, error) {
 	var (
 		names []string
 		st    *zk.Stat
@@ -230,7 +242,7 @@ func (s *claimer) list(ctx context.Context) ([]string, error) {
 // noteSequences gives the restore detector a listing of leases/ and the
 // child counter (cversion) read with it, and says once each lease node
 // whose name no sequential create made.
-func (s *claimer) noteSequences(names []string, counter int32) {
+func (s *leaseLoop) noteSequences(names []string, counter int32) {
 	for _, n := range s.rollback.note(names, counter, time.Now().UnixMilli()) {
 		s.c.m.forgedLeases.Inc()
 		s.c.log.Warn("a lease node is numbered past leases/' counter: made with a chosen name, not by a worker; not taken as a sign of a restore",
@@ -244,7 +256,7 @@ func (s *claimer) noteSequences(names []string, counter int32) {
 // may be a later session than the create's: go-zookeeper sends a call
 // queued during a partition on the next session, so orphans are known by
 // GUID alone and looked for in every listing, whichever session made it.
-func (s *claimer) cleanOrphans(ctx context.Context, names []string) {
+func (s *leaseLoop) cleanOrphans(ctx context.Context, names []string) {
 	if len(s.orphans) == 0 {
 		return
 	}
@@ -263,7 +275,7 @@ func (s *claimer) cleanOrphans(ctx context.Context, names []string) {
 
 // candidates are the slots this worker may claim: inside the fleet's
 // datacenters, and inside --datacenter when pinned.
-func (s *claimer) candidates() []snowflake.Slot {
+func (s *leaseLoop) candidates() []snowflake.Slot {
 	dc := s.c.cfg.Datacenter
 	cands := make([]snowflake.Slot, 0, len(s.c.space))
 	for _, sl := range s.c.space {
@@ -284,7 +296,7 @@ func allSlots() []snowflake.Slot {
 }
 
 // freeSlots are the candidate slots no lease node names.
-func (s *claimer) freeSlots(names []string) []snowflake.Slot {
+func (s *leaseLoop) freeSlots(names []string) []snowflake.Slot {
 	held := zklayout.Holders(names)
 	now := time.Now()
 	cands := s.candidates()
@@ -308,7 +320,7 @@ func (s *claimer) freeSlots(names []string) []snowflake.Slot {
 // then does a standby show itself. One that merely avoids the free slots
 // (reserved too far past its clock, refused, damaged) could take nothing
 // that holders shortening their reservations would free.
-func (s *claimer) everyHeld(names []string) bool {
+func (s *leaseLoop) everyHeld(names []string) bool {
 	held := zklayout.Holders(names)
 	for _, sl := range s.candidates() {
 		if _, ok := held[sl]; !ok {
@@ -320,7 +332,7 @@ func (s *claimer) everyHeld(names []string) bool {
 
 // createLease creates the protected ephemeral sequential node of slot and
 // confirms that our current session owns it.
-func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*wonLease, error) {
+func (s *leaseLoop) createLease(ctx context.Context, slot snowflake.Slot) (*wonLease, error) {
 	c := s.c
 	guid := tree.NewGUID()
 	prefix := zklayout.LeasesPath(c.cfg.Root) + "/" + tree.ProtectedPrefix + guid + "-" + slot.String() + "-"

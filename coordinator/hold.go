@@ -15,9 +15,14 @@ import (
 // deletes the standby nodes of ours its renews' listings of standby/ found.
 const orphanRelist = 5 * time.Second
 
-// hold serves the lease until it is lost or ctx ends (then it releases).
-func (s *claimer) hold(ctx context.Context, l *wonLease) {
+// runServing is the serving state: it serves the lease claiming won
+// (s.won) and renews it, until it is lost (then claiming) or ctx ends
+// (then it releases it: done). A session the ensemble refused stops the
+// serving at once (sessionRefused).
+func (s *leaseLoop) runServing(ctx context.Context) leaseState {
 	c := s.c
+	l := s.won
+	s.won = nil
 	floor := l.floor
 	if floor < snowflake.MinUnixMs {
 		floor = 0
@@ -28,7 +33,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 		c.log.Error("cannot make a generator for the lease", "slot", l.slot, "error", err)
 		s.deleteLease(ctx, l)
 		sleep(ctx, time.Second)
-		return
+		return claiming
 	}
 	c.mu.Lock()
 	c.lease = l
@@ -51,7 +56,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 		select {
 		case <-ctx.Done():
 			s.release(l, gen)
-			return
+			return done
 		case <-t.C:
 		case <-c.wake:
 		case <-orphanTick.C:
@@ -71,19 +76,19 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 		// a renew that races the release's write.
 		if ctx.Err() != nil {
 			s.release(l, gen)
-			return
+			return done
 		}
 		c.observeClock(&steps)
 		if c.refused.Load() {
 			// The ensemble went back in time: it may hand our slot out
 			// from an older reservation, so stop issuing now.
 			s.lost(ctx, l, gen, "rolled_back", false)
-			return
+			return sessionRefused
 		}
 		zs := zk.State(c.zkState.Load())
 		if sid := s.conn.SessionID(); sid != l.session || zs == zk.StateExpired {
 			s.lost(ctx, l, gen, "expired", false)
-			return
+			return claiming
 		}
 		if zs != zk.StateHasSession {
 			away.gone(c, l, zs.String())
@@ -103,7 +108,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 			// confirmed ceiling and write again at the next renew.
 		case writeLeaseGone:
 			s.lost(ctx, l, gen, "node_gone", false)
-			return
+			return claiming
 		case writeConflict:
 			reason := "taken"
 			if u != nil {
@@ -111,17 +116,17 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 				reason = "undecodable"
 			}
 			s.lost(ctx, l, gen, reason, true)
-			return
+			return claiming
 		case writeFailed:
 			// Refused (the slot node's ACL changed): the ceiling can no longer
 			// be raised, so the lease is worth nothing; claim one we can keep.
 			s.avoidSlot(u)
 			s.lost(ctx, l, gen, "refused", true)
-			return
+			return claiming
 		case writeNoSlot:
 			s.lost(ctx, l, gen, "slot_missing", true)
 			s.avoidSlot(u)
-			return
+			return claiming
 		}
 	}
 }
@@ -137,7 +142,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 // its last issued timestamp), then the fenced write of that value. An
 // unknown outcome leaves the higher value stored, which only delays a
 // successor; the generator already stops at the lower one.
-func (s *claimer) renew(ctx context.Context, l *wonLease, gen *snowflake.Generator) (writeResult, error) {
+func (s *leaseLoop) renew(ctx context.Context, l *wonLease, gen *snowflake.Generator) (writeResult, error) {
 	c := s.c
 	waiting := s.standbys.waitingFor(l.slot.Datacenter)
 	h := c.horizonFor(waiting)
@@ -221,7 +226,7 @@ func (s *claimer) renew(ctx context.Context, l *wonLease, gen *snowflake.Generat
 }
 
 // lost stops serving at once: the generator is sealed before anything else.
-func (s *claimer) lost(ctx context.Context, l *wonLease, gen *snowflake.Generator, reason string, deleteNode bool) {
+func (s *leaseLoop) lost(ctx context.Context, l *wonLease, gen *snowflake.Generator, reason string, deleteNode bool) {
 	c := s.c
 	last := gen.Seal()
 	c.dropGenerator(gen)

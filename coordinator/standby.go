@@ -40,6 +40,36 @@ import (
 // advisory: a missing or refused node costs only the shortening, never an
 // ID). Holders list standby/ at each renew.
 
+// runStandingBy is the standingBy state: it waits for a change of
+// leases/ (the watch) and then a jitter, a periodic re-list, or ctx; then
+// claiming lists again. Our standby node is shown while every candidate
+// slot is held (allHeld), and hidden otherwise.
+func (s *leaseLoop) runStandingBy(ctx context.Context) leaseState {
+	c, b := s.c, s.standby
+	if c.getState() != StateStandby {
+		c.setState(StateStandby)
+		b.relist = standbyRelist
+	}
+	s.sayWhyWaiting(b.allHeld)
+	if b.allHeld {
+		b.show(ctx) // once per session: holders of our range shorten
+	} else {
+		b.hide(ctx) // shortening would free nothing we could take
+	}
+	// Uniform in [relist/2, 3*relist/2): standbys started together drift apart.
+	t := time.NewTimer(b.relist/2 + time.Duration(mrand.Int64N(int64(b.relist))))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-s.watch:
+		s.watch = nil
+		sleep(ctx, herdDelay(standbyJitter<<min(b.lostRaces, 2)))
+	case <-t.C:
+		b.relist = min(2*b.relist, standbyRelistMax)
+	}
+	return claiming
+}
+
 // standbyRetry is how long a standby whose node could not be made waits
 // before trying again (the failure is logged once per try).
 const standbyRetry = 30 * time.Second
@@ -76,34 +106,6 @@ func herdDelay(window time.Duration) time.Duration {
 	return time.Duration(float64(window) * math.Log1p(u*math.Expm1(standbyLambda)) / standbyLambda)
 }
 
-// standBy waits for a change of leases/ (the watch) and then a jitter, a
-// periodic re-list, or ctx. Its standby node is shown while every
-// candidate slot is held (allHeld), and hidden otherwise.
-func (s *claimer) standBy(ctx context.Context, allHeld bool) {
-	c := s.c
-	if c.getState() != StateStandby {
-		c.setState(StateStandby)
-		s.standby.relist = standbyRelist
-	}
-	s.sayWhyWaiting(allHeld)
-	if allHeld {
-		s.standby.show(ctx) // once per session: holders of our range shorten
-	} else {
-		s.standby.hide(ctx) // shortening would free nothing we could take
-	}
-	// Uniform in [relist/2, 3*relist/2): standbys started together drift apart.
-	t := time.NewTimer(s.standby.relist/2 + time.Duration(mrand.Int64N(int64(s.standby.relist))))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-s.watch:
-		s.watch = nil
-		sleep(ctx, herdDelay(standbyJitter<<min(s.standby.lostRaces, 2)))
-	case <-t.C:
-		s.standby.relist = min(2*s.standby.relist, standbyRelistMax)
-	}
-}
-
 // standby is this worker standing by on one session: its node in
 // standby/ while every slot it may take is held, the creates of ours that
 // may have left one behind, and the herd's spacing of its re-lists.
@@ -128,6 +130,9 @@ type standby struct {
 	relist    time.Duration
 	lostRaces int
 	relisted  bool
+	// allHeld: every slot we may take is held (everyHeld), so our node is
+	// shown; set by claiming as it goes to standingBy.
+	allHeld bool
 }
 
 // show makes our standby node, once per session; a failure (an ACL on
