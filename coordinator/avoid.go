@@ -38,7 +38,7 @@ const (
 
 // slotUnusable is a step's report (readSlot, waitPast, reserve, renew)
 // that a slot cannot be served: why, and for how long to leave it alone.
-// The steps only report; the claim and hold loops alone act on it
+// The steps only report; the claiming and serving states alone act on it
 // (avoidSlot).
 type slotUnusable struct {
 	slot  snowflake.Slot
@@ -89,7 +89,7 @@ type avoided struct {
 // (treeMissing). A far reservation is said once a situation where it is
 // found (farFound), and summed up when nothing is left to claim
 // (sayWhyWaiting).
-func (s *claimer) avoidSlot(u *slotUnusable) {
+func (s *leaseLoop) avoidSlot(u *slotUnusable) {
 	c := s.c
 	switch u.why {
 	case slotRefused:
@@ -115,7 +115,7 @@ var ErrSlotsRefused = errors.New("zookeeper refuses our writes to every slot thi
 
 // allRefused is an ErrSlotsRefused error when every candidate slot is
 // avoided for refusing us: standing by for one to free cannot help.
-func (s *claimer) allRefused() error {
+func (s *leaseLoop) allRefused() error {
 	refused := 0
 	for _, a := range s.avoid {
 		if a.why.why == slotRefused {

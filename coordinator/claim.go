@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	mrand "math/rand/v2"
 	"os"
 	"strings"
@@ -47,40 +46,43 @@ type wonLease struct {
 	releasing bool
 }
 
-// claim returns a won lease node with a confirmed reservation, standing by
-// while every slot is held. It returns an error when ctx ends, for a fault
-// retrying cannot fix, or wrapping ErrDamaged when the tree is missing a
-// node (the root may have been made again, with other ranges or bounds:
-// Run reads it again before claiming).
-func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
+// runClaiming is the claiming state: it lists leases/, picks a free slot
+// (our lost one first), creates our lease node, keeps it if it is the
+// slot's lowest and makes the first fenced reservation (reserve), trying
+// another slot or again until one is won: then serving. It stands by
+// while no slot it may take is free, waits for recover when it sees the
+// ensemble went back in time, reads the root again on damage (it may
+// have been made again, with other ranges or bounds), and stops on ctx or
+// a fault retrying cannot fix.
+func (s *leaseLoop) runClaiming(ctx context.Context) leaseState {
 	c := s.c
-	start := time.Now()
-	c.setState(StateClaiming)
 	var names []string
 	fresh := false // names is a listing taken after our last create
 	var listTook time.Duration
 	for {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return done
 		}
 		if c.refused.Load() {
-			return nil, errRefusedSession
+			return sessionRefused
+		}
+		if s.claimStart.IsZero() {
+			// A claim begins (not one coming back from standing by or
+			// from a recover).
+			s.claimStart = time.Now()
+			c.setState(StateClaiming)
 		}
 		if why, back := s.lostSlotWentBack(ctx); back {
-			if err := s.awaitRecover(ctx, why, s.lastConfirmed()); err != nil {
-				return nil, err
-			}
-			continue
+			s.recover = recoverWait{why: why, since: s.lastConfirmed()}
+			return waitingRecover
 		}
 		if s.backWhileHeld != "" {
-			s.backWhileHeld = "" // said and counted when it was seen
-			if err := s.waitForRecover(ctx, s.backSince); err != nil {
-				return nil, err
-			}
-			continue
+			s.recover = recoverWait{since: s.backSince} // said and counted when it was seen
+			s.backWhileHeld = ""
+			return waitingRecover
 		}
 		if err := c.checkIDSpace(); err != nil {
-			return nil, err // the clock passed the end while we claimed
+			return s.stop(err) // the clock passed the end while we claimed
 		}
 		if !fresh {
 			var err error
@@ -89,11 +91,11 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 			listTook = time.Since(listed)
 			if err != nil {
 				if fatal(err) {
-					return nil, err
+					return s.stop(err)
 				}
 				if errors.Is(err, zk.ErrNoNode) {
 					if derr := s.checkTree(ctx); errors.Is(derr, tree.ErrDamaged) {
-						return nil, derr // Run reads the root again
+						return s.damaged(derr)
 					}
 				}
 				c.log.Debug("cannot list leases; retrying", "error", err)
@@ -106,22 +108,22 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		free := s.freeSlots(names)
 		if len(free) == 0 {
 			if err := s.allRefused(); err != nil {
-				return nil, err
+				return s.stop(err)
 			}
-			s.standby(ctx, s.everyHeld(names))
-			continue
+			s.standby.allHeld = s.everyHeld(names)
+			return standingBy
 		}
 		if c.getState() == StateStandby {
-			if listTook > standbySlowList && !s.relisted {
+			if listTook > standbySlowList && !s.standby.relisted {
 				// ZooKeeper stalled: the standbys that woke meanwhile got
 				// this same answer at once; spread them out again.
-				s.relisted = true
+				s.standby.relisted = true
 				sleep(ctx, herdDelay(standbyJitter))
 				continue
 			}
 			c.setState(StateClaiming)
 		}
-		s.relisted = false
+		s.standby.relisted = false
 		slot, own := s.preferLost(free)
 		if !own {
 			slot = free[mrand.IntN(len(free))]
@@ -135,7 +137,7 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		l, err := s.createLease(ctx, slot)
 		if err != nil {
 			if fatal(err) {
-				return nil, err
+				return s.stop(err)
 			}
 			c.log.Debug("lease node create failed; retrying", "slot", slot, "error", err)
 			sleep(ctx, 100*time.Millisecond)
@@ -143,11 +145,8 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		}
 		if back, seq := s.rollback.wentBack(l.name); back {
 			s.deleteLease(ctx, l)
-			why := fmt.Sprintf("our new lease node's sequence %d is at or below %d, seen before", seq, s.rollback.seen)
-			if err := s.awaitRecover(ctx, why, known); err != nil {
-				return nil, err
-			}
-			continue
+			s.recover = recoverWait{why: fmt.Sprintf("our new lease node's sequence %d is at or below %d, seen before", seq, s.rollback.seen), since: known}
+			return waitingRecover
 		}
 		// Lowest sequence per slot wins. This listing is read after our
 		// create, so every older node of the slot is in it, and it is fresh
@@ -159,38 +158,49 @@ func (s *claimer) claim(ctx context.Context) (*wonLease, error) {
 		fresh = true
 		if h, ok := zklayout.Holders(names)[slot]; !ok || h.Name != l.name {
 			s.deleteLease(ctx, l)
-			s.lostRaces++
+			s.standby.lostRaces++
 			continue
 		}
-		ok, err := s.reserve(ctx, l)
-		if u, unusable := unusableSlot(err); unusable {
+		switch res, err := s.reserve(ctx, l); res {
+		case reserveUnusable:
 			// Avoided (and said) before the node goes: whoever sees it
 			// gone finds the slot avoided and the damage counted.
+			u, _ := unusableSlot(err)
 			s.avoidSlot(u)
 			s.deleteLease(ctx, l)
 			fresh = false
 			continue
-		}
-		if err != nil {
+		case reserveFailed:
 			s.deleteLease(ctx, l)
-			return nil, err // ErrDamaged: Run reads the root again
-		}
-		if !ok {
+			if errors.Is(err, tree.ErrDamaged) {
+				return s.damaged(err)
+			}
+			return s.stop(err)
+		case reserveGaveUp:
 			fresh = false
 			continue
 		}
-		if l.resumed {
-			s.resumed(l)
-		}
-		s.resume = nil // a lease lost later is the one to resume
-		s.lostRaces = 0
-		s.waiting, s.far = "", 0
-		c.setWaiting(ReasonNoLease, 0) // a lease lost later waits afresh
-		s.hideStandby(ctx)
-		c.claims.Add(1)
-		c.m.claimTime.Observe(time.Since(start).Seconds())
-		return l, nil
+		return s.claimed(ctx, l)
 	}
+}
+
+// claimed ends a claim that won l: what the claim waited for is over (a
+// lost slot to resume, a standby node, the reasons it took no slot).
+func (s *leaseLoop) claimed(ctx context.Context, l *wonLease) leaseState {
+	c := s.c
+	if l.resumed {
+		s.resumed(l)
+	}
+	s.resume = nil // a lease lost later is the one to resume
+	s.standby.lostRaces = 0
+	s.waiting, s.far = "", 0
+	c.setWaiting(ReasonNoLease, 0) // a lease lost later waits afresh
+	s.standby.hide(ctx)
+	c.claims.Add(1)
+	c.m.claimTime.Observe(time.Since(s.claimStart).Seconds())
+	s.claimStart = time.Time{}
+	s.won = l
+	return serving
 }
 
 // fatal: errors that retrying cannot fix.
@@ -201,7 +211,7 @@ func fatal(err error) bool {
 // list reads leases/, arming the one-shot watch if none is armed: re-arming
 // on every read would add a watcher each time until the next change. Every
 // listing goes to the restore detector with the child counter read with it.
-func (s *claimer) list(ctx context.Context) ([]string, error) {
+func (s *leaseLoop) list(ctx context.Context) ([]string, error) {
 	var (
 		names []string
 		st    *zk.Stat
@@ -232,7 +242,7 @@ func (s *claimer) list(ctx context.Context) ([]string, error) {
 // noteSequences gives the restore detector a listing of leases/ and the
 // child counter (cversion) read with it, and says once each lease node
 // whose name no sequential create made.
-func (s *claimer) noteSequences(names []string, counter int32) {
+func (s *leaseLoop) noteSequences(names []string, counter int32) {
 	for _, n := range s.rollback.note(names, counter, time.Now().UnixMilli()) {
 		s.c.m.forgedLeases.Inc()
 		s.c.log.Warn("a lease node is numbered past leases/' counter: made with a chosen name, not by a worker; not taken as a sign of a restore",
@@ -246,7 +256,7 @@ func (s *claimer) noteSequences(names []string, counter int32) {
 // may be a later session than the create's: go-zookeeper sends a call
 // queued during a partition on the next session, so orphans are known by
 // GUID alone and looked for in every listing, whichever session made it.
-func (s *claimer) cleanOrphans(ctx context.Context, names []string) {
+func (s *leaseLoop) cleanOrphans(ctx context.Context, names []string) {
 	if len(s.orphans) == 0 {
 		return
 	}
@@ -265,7 +275,7 @@ func (s *claimer) cleanOrphans(ctx context.Context, names []string) {
 
 // candidates are the slots this worker may claim: inside the fleet's
 // datacenters, and inside --datacenter when pinned.
-func (s *claimer) candidates() []snowflake.Slot {
+func (s *leaseLoop) candidates() []snowflake.Slot {
 	dc := s.c.cfg.Datacenter
 	cands := make([]snowflake.Slot, 0, len(s.c.space))
 	for _, sl := range s.c.space {
@@ -286,7 +296,7 @@ func allSlots() []snowflake.Slot {
 }
 
 // freeSlots are the candidate slots no lease node names.
-func (s *claimer) freeSlots(names []string) []snowflake.Slot {
+func (s *leaseLoop) freeSlots(names []string) []snowflake.Slot {
 	held := zklayout.Holders(names)
 	now := time.Now()
 	cands := s.candidates()
@@ -306,43 +316,11 @@ func (s *claimer) freeSlots(names []string) []snowflake.Slot {
 	return free
 }
 
-// The standby herd: every standby is told of every change of leases/, and
-// a freed slot is the same one for all of them. After a change each waits a
-// random delay within standbyJitter before it lists; the first to list
-// creates, and those listing after its create find the slot taken. Only
-// those listing within one list-and-create time of the first create too,
-// so the delays are drawn from a truncated exponential (few early, most
-// late; Nonnenmacher and Biersack's feedback suppression): the first of n
-// standbys acts alone well before the window ends (about 0.4 of it for
-// n=100), where a uniform draw would put n/window of them in each ms.
-// Changes during the wait cost nothing: the one-shot watch is armed again
-// only by the next listing. A standby that lost a race waits in a window
-// twice (then four times) as long, leaving the next slot to others. The
-// periodic re-list (for a watch lost with a session) backs off from
-// standbyRelist to standbyRelistMax while nothing is free.
-const (
-	standbyJitter    = 800 * time.Millisecond
-	standbyLambda    = 10.0 // steepness of the truncated exponential
-	standbyRelist    = 2 * time.Second
-	standbyRelistMax = 30 * time.Second
-	// standbySlowList: a standby's listing slower than this (ZooKeeper
-	// stalled, and answered the standbys that woke meanwhile all at once)
-	// is followed by one more jittered delay and listing before creating.
-	standbySlowList = 100 * time.Millisecond
-)
-
-// herdDelay draws a delay in [0, window) with density proportional to
-// exp(standbyLambda*t/window).
-func herdDelay(window time.Duration) time.Duration {
-	u := mrand.Float64()
-	return time.Duration(float64(window) * math.Log1p(u*math.Expm1(standbyLambda)) / standbyLambda)
-}
-
 // everyHeld reports whether a lease node holds every candidate slot: only
 // then does a standby show itself. One that merely avoids the free slots
 // (reserved too far past its clock, refused, damaged) could take nothing
 // that holders shortening their reservations would free.
-func (s *claimer) everyHeld(names []string) bool {
+func (s *leaseLoop) everyHeld(names []string) bool {
 	held := zklayout.Holders(names)
 	for _, sl := range s.candidates() {
 		if _, ok := held[sl]; !ok {
@@ -352,37 +330,9 @@ func (s *claimer) everyHeld(names []string) bool {
 	return true
 }
 
-// standby waits for a change of leases/ (the watch) and then a jitter, a
-// periodic re-list, or ctx. Its standby node is shown while every
-// candidate slot is held (allHeld), and hidden otherwise.
-func (s *claimer) standby(ctx context.Context, allHeld bool) {
-	c := s.c
-	if c.getState() != StateStandby {
-		c.setState(StateStandby)
-		s.relist = standbyRelist
-	}
-	s.sayWhyWaiting(allHeld)
-	if allHeld {
-		s.showStandby(ctx) // once per session: holders of our range shorten
-	} else {
-		s.hideStandby(ctx) // shortening would free nothing we could take
-	}
-	// Uniform in [relist/2, 3*relist/2): standbys started together drift apart.
-	t := time.NewTimer(s.relist/2 + time.Duration(mrand.Int64N(int64(s.relist))))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-s.watch:
-		s.watch = nil
-		sleep(ctx, herdDelay(standbyJitter<<min(s.lostRaces, 2)))
-	case <-t.C:
-		s.relist = min(2*s.relist, standbyRelistMax)
-	}
-}
-
 // createLease creates the protected ephemeral sequential node of slot and
 // confirms that our current session owns it.
-func (s *claimer) createLease(ctx context.Context, slot snowflake.Slot) (*wonLease, error) {
+func (s *leaseLoop) createLease(ctx context.Context, slot snowflake.Slot) (*wonLease, error) {
 	c := s.c
 	guid := tree.NewGUID()
 	prefix := zklayout.LeasesPath(c.cfg.Root) + "/" + tree.ProtectedPrefix + guid + "-" + slot.String() + "-"
@@ -417,140 +367,4 @@ func hostname() string {
 		return "unknown"
 	}
 	return h
-}
-
-// reserve makes the claim's fenced reservation: it reads the slot, waits
-// for the clock to pass the stored reservation R, then writes
-// reservedUntil(now, R) fenced by our lease node. false means the lease is
-// given up: its node deleted (lost, the wait was too long), or, with a
-// *slotUnusable (the slot refused us, does not decode, is missing, is
-// reserved too far ahead), left for the claim loop to delete. An error
-// wrapping ErrDamaged means slots/ (or more) is missing.
-func (s *claimer) reserve(ctx context.Context, l *wonLease) (bool, error) {
-	c := s.c
-	if err := s.slotTrusted(ctx, l.slot); err != nil {
-		return false, refusedSlot(l.slot, err)
-	}
-	attempted := false // a write of ours may have landed
-	var seenVersion int32 = -2
-	for {
-		if ctx.Err() != nil {
-			return false, ctx.Err()
-		}
-		if s.conn.SessionID() != l.session {
-			return false, nil // the session, and our node with it, is gone
-		}
-		rec, ours, err := s.adoptIfOurs(ctx, l)
-		u, unusable := unusableSlot(err)
-		missing := unusable && u.why == slotMissing
-		switch {
-		case missing:
-		case unusable:
-			return false, u // the slot node does not decode
-		case errors.Is(err, zk.ErrNoAuth):
-			return false, refusedSlot(l.slot, err)
-		case fatal(err):
-			return false, err
-		case err != nil:
-			sleep(ctx, 100*time.Millisecond)
-			continue
-		}
-		if ours {
-			// Our own write landed although its answer was lost: adopt it.
-			l.ceiling, l.czxid = rec.ReservedUntilMs, rec.Czxid
-			return true, nil
-		}
-		version := int32(-1)
-		if !missing {
-			version = rec.Version
-		}
-		if attempted && version != seenVersion {
-			c.log.Warn("slot written by another holder during our claim", "slot", l.slot, "holder", rec.Holder)
-			s.deleteLease(ctx, l)
-			return false, nil
-		}
-		seenVersion = version
-		if missing {
-			// Every slot node exists from the root's creation on: its
-			// history was deleted, and floor 0 could repeat IDs.
-			if err := s.checkTree(ctx); err != nil {
-				return false, err
-			}
-			return false, u
-		}
-		R, resumed := s.floorOf(l.slot, rec)
-		l.floor, l.resumed, l.czxid = R, resumed, rec.Czxid
-		l.history, l.startMs = rec.History, c.nowMs()
-		if resumed {
-			l.history = l.history.Ended(s.resume.name, R)
-		}
-		if past, err := s.waitPast(ctx, l, R); !past {
-			if err != nil {
-				return false, err
-			}
-			s.deleteLease(ctx, l)
-			return false, nil
-		}
-		now := c.nowMs()
-		target := c.reservedUntil(now, R)
-		attempted = true
-		sent := time.Now()
-		sendMs := c.nowMs()
-		st, res, err := s.writeSlot(ctx, l, tree.SlotRecord{ReservedUntilMs: target, UpdatedMs: now}, version)
-		switch res {
-		case writeOK:
-			c.observeWrite(st, sendMs, c.nowMs(), sent)
-			l.version, l.ceiling = st.Version, target
-			return true, nil
-		case writeLeaseGone:
-			return false, nil
-		case writeFailed:
-			if errors.Is(err, zk.ErrNoAuth) {
-				return false, refusedSlot(l.slot, err)
-			}
-			if fatal(err) {
-				return false, err
-			}
-			c.log.Warn("cannot write slot reservation", "slot", l.slot, "error", err)
-			sleep(ctx, 200*time.Millisecond)
-			attempted = false
-		case writeServerError:
-			// An unknown outcome (fence.go): the next read adopts the
-			// write if it landed, else it is made again.
-			c.log.Warn("zookeeper answered the slot reservation with an error; trying again", "slot", l.slot, "error", err)
-			sleep(ctx, 200*time.Millisecond)
-		}
-	}
-}
-
-// waitPast waits until the clock is past R, the stored reservation; false
-// if that is further than MaxReservationWait (a clock behind, or a horizon
-// longer than the wait), with a *slotUnusable: the slot is to be avoided
-// for that long.
-func (s *claimer) waitPast(ctx context.Context, l *wonLease, R int64) (bool, error) {
-	c := s.c
-	gap := time.Duration(R-c.nowMs()) * time.Millisecond
-	if gap < 0 {
-		return true, nil
-	}
-	if gap > c.cfg.MaxReservationWait {
-		// Not for the whole gap: the clock may be put right meanwhile.
-		return false, s.farFound(l.slot, R)
-	}
-	c.log.Info("waiting for the slot's reservation to pass", "slot", l.slot, "reserved_until", time.UnixMilli(R).UTC(), "wait", gap)
-	c.setWaiting(ReasonReserved, R)
-	defer c.setWaiting(ReasonNoLease, 0)
-	deadline := time.Now().Add(c.cfg.MaxReservationWait + time.Second)
-	for {
-		now := c.nowMs()
-		if now > R {
-			return true, nil
-		}
-		if time.Now().After(deadline) {
-			return false, nil // the clock moved back while we waited
-		}
-		if !sleep(ctx, min(time.Duration(R-now+1)*time.Millisecond, 100*time.Millisecond)) {
-			return false, nil
-		}
-	}
 }

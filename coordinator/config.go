@@ -237,7 +237,7 @@ func (c Config) standbyHorizon() time.Duration {
 func (c Config) clockLead() time.Duration { return min(c.MaxClockLead, c.Horizon) }
 
 // standbyListWait bounds how long a renew waits for its listing of
-// standby/ (see listStandbys): a quarter of Renew, so that the listing and
+// standby/ (standbyView.list): a quarter of Renew, so that the listing and
 // a write taking the whole call timeout fit the standby horizon (1 s +
 // 250 ms + 3 s < 5 s with the defaults).
 func (c Config) standbyListWait() time.Duration { return min(c.Renew/4, c.callTimeout()) }

@@ -74,7 +74,7 @@ type Coordinator struct {
 	waitReason   atomic.Uint32
 	waitReserved atomic.Int64
 	// refused: the ensemble refuses our session's reconnect (refusal.go);
-	// the session's loops return and Run opens a new one.
+	// the lease loop goes to sessionRefused and Run opens a new session.
 	refused atomic.Bool
 	claims  atomic.Int64
 	creates atomic.Int64
@@ -205,23 +205,23 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer c.setState(StateStopped)
 	defer c.maps.close()
 	c.setState(StateConnecting)
-	var prev *claimer
+	var prev *rollbackWatch
 	for {
-		s, err := c.runSession(ctx, prev)
+		back, err := c.runSession(ctx, prev)
 		if !errors.Is(err, errRefusedSession) {
 			return err
 		}
-		prev = s
+		prev = back
 	}
 }
 
-// runSession opens a ZooKeeper session and claims, serves and claims
-// again on it until ctx ends (nil) or a fault retrying cannot fix (an
+// runSession opens a ZooKeeper session and runs the lease loop on it
+// (leaseloop.go) until ctx ends (nil) or a fault retrying cannot fix (an
 // error). When the ensemble refuses the session's reconnect (went back in
-// time) it returns errRefusedSession and the session, whose rollback
-// history the next one starts from, claiming only once recover (or init)
-// has run.
-func (c *Coordinator) runSession(ctx context.Context, prev *claimer) (*claimer, error) {
+// time) it returns errRefusedSession and the session's rollback history,
+// which the next session starts from, claiming only once recover (or
+// init) has run.
+func (c *Coordinator) runSession(ctx context.Context, prev *rollbackWatch) (*rollbackWatch, error) {
 	zs, err := c.dialSession()
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
@@ -245,55 +245,16 @@ func (c *Coordinator) runSession(ctx context.Context, prev *claimer) (*claimer, 
 		closeBy(conn, by)
 	}()
 	c.conn.Store(conn)
-	s := &claimer{c: c, zkSession: zs}
+	s := newLeaseLoop(c, zs, prev)
 	if c.cfg.Auth != "" {
 		if err := zs.auth(ctx, c.cfg.Auth); err != nil {
 			if ctx.Err() != nil {
-				return s, nil
+				return &s.rollback, nil
 			}
-			return s, fmt.Errorf("coordinator: %w", err)
+			return &s.rollback, fmt.Errorf("coordinator: %w", err)
 		}
 	}
-	if err := s.checkRoot(ctx); err != nil {
-		if ctx.Err() != nil {
-			return s, nil
-		}
-		return s, fmt.Errorf("coordinator: %w", err)
-	}
-	if prev != nil {
-		// The old session was refused: the tree went back in time. A root
-		// made again (rebuilt empty, then init) covers what we issued; the
-		// same root needs recover first.
-		if s.rollback.czxid == prev.rollback.czxid && s.rollback.ctime == prev.rollback.ctime {
-			s.rollback = prev.rollback
-			if err := s.awaitRecover(ctx, "the ensemble refused our session: it has not seen the zxid we had", s.lastConfirmed()); err != nil && ctx.Err() == nil && !errors.Is(err, tree.ErrDamaged) {
-				return s, fmt.Errorf("coordinator: %w", err)
-			}
-		}
-	}
-	for ctx.Err() == nil {
-		if c.refused.Load() {
-			return s, errRefusedSession
-		}
-		l, err := s.claim(ctx)
-		if errors.Is(err, tree.ErrDamaged) {
-			s.c.treeMissing(err)
-			if err = s.checkRoot(ctx); err == nil {
-				continue
-			}
-		}
-		if errors.Is(err, errRefusedSession) {
-			return s, err
-		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return s, nil
-			}
-			return s, fmt.Errorf("coordinator: %w", err)
-		}
-		s.hold(ctx, l)
-	}
-	return s, nil
+	return &s.rollback, s.run(ctx)
 }
 
 func (c *Coordinator) nowMs() int64 { return c.clock.UnixNano() / int64(time.Millisecond) }

@@ -40,7 +40,7 @@ func (c *Coordinator) reservedUntilH(now, floor int64, horizon time.Duration) in
 
 // readSlot reads a slot node; a missing one (damage) or one that does not
 // decode is a *slotUnusable.
-func (s *claimer) readSlot(ctx context.Context, l *wonLease) (tree.SlotRecord, error) {
+func (s *leaseLoop) readSlot(ctx context.Context, l *wonLease) (tree.SlotRecord, error) {
 	var (
 		data []byte
 		st   *zk.Stat
@@ -71,7 +71,7 @@ func (s *claimer) readSlot(ctx context.Context, l *wonLease) (tree.SlotRecord, e
 // lease node's create, at claim), which came after the writer's: such a
 // reservation was written by hand or forged, and waiting for it would
 // freeze the slot.
-func (s *claimer) beyond(R int64) (zkMs int64, beyond bool) {
+func (s *leaseLoop) beyond(R int64) (zkMs int64, beyond bool) {
 	zkMs = s.c.mtimeMs.Load()
 	return zkMs, tree.BeyondBound(R, zkMs, s.reach)
 }
@@ -85,7 +85,7 @@ var errBeyondBound = errors.New("slot reservation beyond the root's bound")
 // answer was lost, or a later one met a bad version): when the slot names
 // l's node, that write landed, and l takes the slot's version (ours). The
 // caller takes the reservation as its own rule says.
-func (s *claimer) adoptIfOurs(ctx context.Context, l *wonLease) (rec tree.SlotRecord, ours bool, err error) {
+func (s *leaseLoop) adoptIfOurs(ctx context.Context, l *wonLease) (rec tree.SlotRecord, ours bool, err error) {
 	rec, err = s.readSlot(ctx, l)
 	if err != nil || rec.Holder != l.name {
 		return rec, false, err
@@ -100,7 +100,7 @@ func (s *claimer) adoptIfOurs(ctx context.Context, l *wonLease) (rec tree.SlotRe
 // writeSlot writes rec, naming l's node as its holder, into l's slot node
 // at version, fenced by l's lease node. It never makes the slot node: every
 // one is made with the root, and a missing one is damage.
-func (s *claimer) writeSlot(ctx context.Context, l *wonLease, rec tree.SlotRecord, version int32) (*zk.Stat, writeResult, error) {
+func (s *leaseLoop) writeSlot(ctx context.Context, l *wonLease, rec tree.SlotRecord, version int32) (*zk.Stat, writeResult, error) {
 	sp := zklayout.SlotPath(s.c.cfg.Root, l.slot)
 	rec.Holder, rec.BoundMs = l.name, s.reach.Milliseconds()
 	rec.History = l.history.With(l.tenure(rec))
@@ -146,7 +146,7 @@ func refusal(err error) bool {
 // fenced runs Multi(Check(our lease node), op): op applies only while our
 // lease node exists, so a holder that lost its lease (or a call resent on a
 // new session after expiry) can never write the slot.
-func (s *claimer) fenced(ctx context.Context, l *wonLease, op any) (*zk.Stat, writeResult, error) {
+func (s *leaseLoop) fenced(ctx context.Context, l *wonLease, op any) (*zk.Stat, writeResult, error) {
 	var resp []zk.MultiResponse
 	err := s.call(ctx, 0, func() (err error) {
 		resp, err = s.conn.Multi(&zk.CheckVersionRequest{Path: l.path, Version: -1}, op)

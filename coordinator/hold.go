@@ -15,9 +15,14 @@ import (
 // deletes the standby nodes of ours its renews' listings of standby/ found.
 const orphanRelist = 5 * time.Second
 
-// hold serves the lease until it is lost or ctx ends (then it releases).
-func (s *claimer) hold(ctx context.Context, l *wonLease) {
+// runServing is the serving state: it serves the lease claiming won
+// (s.won) and renews it, until it is lost (then claiming) or ctx ends
+// (then it releases it: done). A session the ensemble refused stops the
+// serving at once (sessionRefused).
+func (s *leaseLoop) runServing(ctx context.Context) leaseState {
 	c := s.c
+	l := s.won
+	s.won = nil
 	floor := l.floor
 	if floor < snowflake.MinUnixMs {
 		floor = 0
@@ -28,7 +33,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 		c.log.Error("cannot make a generator for the lease", "slot", l.slot, "error", err)
 		s.deleteLease(ctx, l)
 		sleep(ctx, time.Second)
-		return
+		return claiming
 	}
 	c.mu.Lock()
 	c.lease = l
@@ -51,7 +56,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 		select {
 		case <-ctx.Done():
 			s.release(l, gen)
-			return
+			return done
 		case <-t.C:
 		case <-c.wake:
 		case <-orphanTick.C:
@@ -62,12 +67,8 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 					s.cleanOrphans(ctx, names)
 				}
 			}
-			if ctx.Err() == nil && len(s.standbyOrphans) > 0 {
-				// Standby nodes of ours in the last listing of standby/
-				// (a lost create that landed, a failed delete): each
-				// shortens our range's holders for nothing.
-				s.cleanStandbys(ctx, s.standbyOrphans)
-				s.standbyOrphans = nil
+			if ctx.Err() == nil && len(s.standbys.orphans) > 0 {
+				s.standbys.cleanOrphans(ctx)
 			}
 			continue
 		}
@@ -75,25 +76,25 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 		// a renew that races the release's write.
 		if ctx.Err() != nil {
 			s.release(l, gen)
-			return
+			return done
 		}
 		c.observeClock(&steps)
 		if c.refused.Load() {
 			// The ensemble went back in time: it may hand our slot out
 			// from an older reservation, so stop issuing now.
 			s.lost(ctx, l, gen, "rolled_back", false)
-			return
+			return sessionRefused
 		}
 		zs := zk.State(c.zkState.Load())
 		if sid := s.conn.SessionID(); sid != l.session || zs == zk.StateExpired {
 			s.lost(ctx, l, gen, "expired", false)
-			return
+			return claiming
 		}
 		if zs != zk.StateHasSession {
 			away.gone(c, l, zs.String())
 			continue
 		}
-		s.listStandbys(ctx) // a standby waiting shortens this renew
+		s.standbys.list(ctx) // a standby waiting shortens this renew
 		res, err := s.renew(ctx, l, gen)
 		u, _ := unusableSlot(err) // why the slot cannot be served, if it cannot
 		switch res {
@@ -107,7 +108,7 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 			// confirmed ceiling and write again at the next renew.
 		case writeLeaseGone:
 			s.lost(ctx, l, gen, "node_gone", false)
-			return
+			return claiming
 		case writeConflict:
 			reason := "taken"
 			if u != nil {
@@ -115,17 +116,17 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 				reason = "undecodable"
 			}
 			s.lost(ctx, l, gen, reason, true)
-			return
+			return claiming
 		case writeFailed:
 			// Refused (the slot node's ACL changed): the ceiling can no longer
 			// be raised, so the lease is worth nothing; claim one we can keep.
 			s.avoidSlot(u)
 			s.lost(ctx, l, gen, "refused", true)
-			return
+			return claiming
 		case writeNoSlot:
 			s.lost(ctx, l, gen, "slot_missing", true)
 			s.avoidSlot(u)
-			return
+			return claiming
 		}
 	}
 }
@@ -141,9 +142,9 @@ func (s *claimer) hold(ctx context.Context, l *wonLease) {
 // its last issued timestamp), then the fenced write of that value. An
 // unknown outcome leaves the higher value stored, which only delays a
 // successor; the generator already stops at the lower one.
-func (s *claimer) renew(ctx context.Context, l *wonLease, gen *snowflake.Generator) (writeResult, error) {
+func (s *leaseLoop) renew(ctx context.Context, l *wonLease, gen *snowflake.Generator) (writeResult, error) {
 	c := s.c
-	waiting := standbyCounts(s.standbyNames, l.slot.Datacenter)
+	waiting := s.standbys.waitingFor(l.slot.Datacenter)
 	h := c.horizonFor(waiting)
 	if waiting != s.shortened {
 		s.shortened = waiting
@@ -225,7 +226,7 @@ func (s *claimer) renew(ctx context.Context, l *wonLease, gen *snowflake.Generat
 }
 
 // lost stops serving at once: the generator is sealed before anything else.
-func (s *claimer) lost(ctx context.Context, l *wonLease, gen *snowflake.Generator, reason string, deleteNode bool) {
+func (s *leaseLoop) lost(ctx context.Context, l *wonLease, gen *snowflake.Generator, reason string, deleteNode bool) {
 	c := s.c
 	last := gen.Seal()
 	c.dropGenerator(gen)

@@ -19,7 +19,7 @@ var errRefusedSession = errors.New("zookeeper refuses our session's reconnect bu
 // watchRefusal probes the ensemble with a fresh connection (which has seen
 // no zxid) whenever conn has had no session for a session timeout; when
 // probes get one while conn does not, conn is refused for the zxid it has
-// seen, and watchRefusal marks the coordinator refused and wakes its loops.
+// seen, and watchRefusal marks the coordinator refused and wakes its lease loop.
 // It returns when ctx ends or after marking.
 func (c *Coordinator) watchRefusal(ctx context.Context, conn *zk.Conn) {
 	tick := time.NewTicker(c.cfg.SessionTimeout / 4)

@@ -13,7 +13,7 @@ import (
 // deletes the lease node, so a successor starts at once. It is bounded by
 // ReleaseTimeout from the cancel; on timeout the stored reservation stays
 // and a successor waits it out.
-func (s *claimer) release(l *wonLease, gen *snowflake.Generator) {
+func (s *leaseLoop) release(l *wonLease, gen *snowflake.Generator) {
 	c := s.c
 	c.setState(StateReleasing)
 	last := gen.Seal()

@@ -17,7 +17,7 @@ import (
 // again from that, not from the reservation it had written ahead of it.
 // Nobody else can have issued in the slot since exactly when the slot node
 // still holds our last confirmed write: every claim writes the slot node
-// (a fenced write that changes its version and names the claimer's lease
+// (a fenced write that changes its version and names the claim's lease
 // node) before its first ID, and so do recover and repair.
 type lostLease struct {
 	slot snowflake.Slot
@@ -41,7 +41,7 @@ type lostLease struct {
 // a lease lost with its session or node qualifies: one lost to a write of
 // another (taken, refused, undecodable, missing) or to a rollback of the
 // ensemble has no confirmed write of ours on top.
-func (s *claimer) keepLost(l *wonLease, reason string, last int64) {
+func (s *leaseLoop) keepLost(l *wonLease, reason string, last int64) {
 	switch reason {
 	case "expired", "node_gone":
 		s.resume = &lostLease{slot: l.slot, name: l.name, version: l.version, czxid: l.czxid, floor: max(last, l.floor)}
@@ -57,7 +57,7 @@ func (s *claimer) keepLost(l *wonLease, reason string, last int64) {
 // the same node), it is what we issued (resumed): our own reservation
 // guards only our own IDs. A record that shows another writer ends the
 // hope of resuming.
-func (s *claimer) floorOf(slot snowflake.Slot, rec tree.SlotRecord) (floor int64, resumed bool) {
+func (s *leaseLoop) floorOf(slot snowflake.Slot, rec tree.SlotRecord) (floor int64, resumed bool) {
 	stored := max(rec.ReservedUntilMs, rec.LastMs)
 	r := s.resume
 	if r == nil || r.slot != slot {
@@ -73,14 +73,14 @@ func (s *claimer) floorOf(slot snowflake.Slot, rec tree.SlotRecord) (floor int64
 }
 
 // resumed says, once l is claimed, that it resumed our lost slot.
-func (s *claimer) resumed(l *wonLease) {
+func (s *leaseLoop) resumed(l *wonLease) {
 	s.c.m.resumes.Inc()
 	s.c.log.Info("resumed our own slot: nobody held it since we lost it", "slot", l.slot,
 		"lost_lease", s.resume.name, "floor", time.UnixMilli(l.floor).UTC())
 }
 
 // preferLost picks our lost lease's slot among free when it is there.
-func (s *claimer) preferLost(free []snowflake.Slot) (snowflake.Slot, bool) {
+func (s *leaseLoop) preferLost(free []snowflake.Slot) (snowflake.Slot, bool) {
 	if s.resume == nil {
 		return snowflake.Slot{}, false
 	}
@@ -98,8 +98,8 @@ func (s *claimer) preferLost(free []snowflake.Slot) (snowflake.Slot, bool) {
 // holder that lost its lease sees this, which the lease sequences do not
 // show when other workers' creates since the restore numbered ours above
 // what we saw, or the restore kept our session (#37). A read that fails is
-// tried again at the next pass of the claim loop.
-func (s *claimer) lostSlotWentBack(ctx context.Context) (string, bool) {
+// tried again at the next pass of claiming.
+func (s *leaseLoop) lostSlotWentBack(ctx context.Context) (string, bool) {
 	r := s.resume
 	if r == nil || r.looked || r.czxid == 0 {
 		return "", false

@@ -85,21 +85,38 @@ func (r *rollbackWatch) wentBack(name string) (bool, int64) {
 	return !zklayout.LeaseSeqBefore(r.seen, seq), seq
 }
 
-// awaitRecover waits, not claiming, until the root shows that
-// snowflakectl recover ran after since (a root written later, by
-// ZooKeeper's clock, naming a recovery), or until the root was made again
-// (another czxid or ctime). since is the worker's last confirmed write or
-// listing before it saw the rollback (lastConfirmed, taken before the
-// create that revealed it): a recover run before the worker came back, as
-// the runbook has it, lets it claim at once.
-// why is the evidence, for the log.
-func (s *claimer) awaitRecover(ctx context.Context, why string, since int64) error {
-	c := s.c
-	c.m.rollbacks.Inc()
-	c.log.Error("zookeeper went back in time (restored from a backup?); not claiming until snowflakectl recover runs", "error", ErrWentBack,
-		"root", c.cfg.Root, "evidence", why,
-		"fix", "snowflakectl recover (deploy/runbook.md: ZooKeeper was restored from a backup)")
-	return s.waitForRecover(ctx, since)
+// recoverWait is what waitingRecover waits for: a recover run after
+// since, the worker's last confirmed write or listing before it saw the
+// rollback (lastConfirmed, taken before the create that revealed it): a
+// recover run before the worker came back, as the runbook has it, lets it
+// claim at once. why is the evidence, said and counted on entering; ""
+// when it was said where it was seen (heldSlotWentBack).
+type recoverWait struct {
+	why   string
+	since int64
+}
+
+// runWaitingRecover is the waitingRecover state: it claims nothing until
+// the root shows that snowflakectl recover ran after s.recover.since, or
+// that the root was made again; then claiming. A root gone is damage.
+func (s *leaseLoop) runWaitingRecover(ctx context.Context) leaseState {
+	w := s.recover
+	s.recover = recoverWait{}
+	if w.why != "" {
+		c := s.c
+		c.m.rollbacks.Inc()
+		c.log.Error("zookeeper went back in time (restored from a backup?); not claiming until snowflakectl recover runs", "error", ErrWentBack,
+			"root", c.cfg.Root, "evidence", w.why,
+			"fix", "snowflakectl recover (deploy/runbook.md: ZooKeeper was restored from a backup)")
+	}
+	switch err := s.waitForRecover(ctx, w.since); {
+	case err == nil:
+		return claiming
+	case errors.Is(err, tree.ErrDamaged):
+		return s.damaged(err)
+	default:
+		return done // ctx ended
+	}
 }
 
 // heldSlotWentBack: our slot node, still naming our lease, answered a
@@ -110,7 +127,7 @@ func (s *claimer) awaitRecover(ctx context.Context, why string, since int64) err
 // on; but other slots may be handed out from older reservations, so it is
 // said and counted now, and once this lease ends we claim nothing until a
 // recover has run after what we knew before it.
-func (s *claimer) heldSlotWentBack(l *wonLease, version int32) {
+func (s *leaseLoop) heldSlotWentBack(l *wonLease, version int32) {
 	if s.backWhileHeld != "" {
 		return
 	}
@@ -124,8 +141,12 @@ func (s *claimer) heldSlotWentBack(l *wonLease, version int32) {
 		"fix", "snowflakectl recover (deploy/runbook.md: ZooKeeper was restored from a backup)")
 }
 
-// waitForRecover is awaitRecover's wait, once the rollback was said.
-func (s *claimer) waitForRecover(ctx context.Context, since int64) error {
+// waitForRecover waits, not claiming, until the root shows that
+// snowflakectl recover ran after since (a root written later, by
+// ZooKeeper's clock, naming a recovery), or until the root was made again
+// (another czxid or ctime): nil. A root gone is a *damage; ctx ending,
+// its error.
+func (s *leaseLoop) waitForRecover(ctx context.Context, since int64) error {
 	c := s.c
 	c.setWaiting(ReasonAwaitingRecover, 0)
 	defer c.setWaiting(ReasonNoLease, 0)
@@ -166,6 +187,6 @@ func (s *claimer) waitForRecover(ctx context.Context, since int64) error {
 // this worker knew the tree as it was: its last confirmed write, or the
 // listing that last raised the sequences it saw. A recover that ran after
 // it covers whatever the worker issued before.
-func (s *claimer) lastConfirmed() int64 {
+func (s *leaseLoop) lastConfirmed() int64 {
 	return max(s.c.mtimeMs.Load(), s.rollback.lastMs)
 }

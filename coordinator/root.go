@@ -17,6 +17,26 @@ import (
 // bound could have issued, so a worker beyond it is refused.
 var ErrAboveRootBound = errors.New("above the bound the root records")
 
+// runCheckingRoot is the checkingRoot state: checkRoot, then claiming;
+// the first time in a session that follows one the ensemble refused, on
+// the same root (its czxid and ctime), waitingRecover first: a root made
+// again (rebuilt empty, then init) covers what we issued, the same root
+// needs recover first. A root refused stops the loop.
+func (s *leaseLoop) runCheckingRoot(ctx context.Context) leaseState {
+	s.claimStart = time.Time{} // a claim begins afresh on the root read again
+	if err := s.checkRoot(ctx); err != nil {
+		return s.stop(err)
+	}
+	prev := s.inherited
+	s.inherited = nil
+	if prev != nil && s.rollback.czxid == prev.czxid && s.rollback.ctime == prev.ctime {
+		s.rollback = *prev
+		s.recover = recoverWait{why: "the ensemble refused our session: it has not seen the zxid we had", since: s.lastConfirmed()}
+		return waitingRecover
+	}
+	return claiming
+}
+
 // checkRoot waits for the root to exist, made by snowflakectl init (a
 // worker never makes it: a root made by a starting worker would reserve its
 // slots to the make's time, below what a holder cut off from an ensemble
@@ -25,7 +45,7 @@ var ErrAboveRootBound = errors.New("above the bound the root records")
 // ensemble's fleet registry or whose fleet overlaps another registered
 // there, or (with credentials) a tree the world may write
 // (ErrUntrustedTree). Damage and transient errors are retried until ctx ends.
-func (s *claimer) checkRoot(ctx context.Context) error {
+func (s *leaseLoop) checkRoot(ctx context.Context) error {
 	for {
 		err := s.tryCheckRoot(ctx)
 		if err == nil {
@@ -60,7 +80,7 @@ func (s *claimer) checkRoot(ctx context.Context) error {
 	}
 }
 
-func (s *claimer) tryCheckRoot(ctx context.Context) error {
+func (s *leaseLoop) tryCheckRoot(ctx context.Context) error {
 	root := s.c.cfg.Root
 	var (
 		data []byte
@@ -112,7 +132,7 @@ func (c Config) withinBound(info tree.RootInfo) error {
 
 // checkTree returns ErrDamaged naming the first of the root, leases/ and
 // slots/ that is missing.
-func (s *claimer) checkTree(ctx context.Context) error {
+func (s *leaseLoop) checkTree(ctx context.Context) error {
 	root := s.c.cfg.Root
 	for i, p := range []string{root, zklayout.LeasesPath(root), zklayout.SlotsPath(root)} {
 		var ok bool

@@ -10,7 +10,7 @@ import (
 // registry reads the ensemble's fleet registry on the session, bounded by
 // tree.ReadTimeout: past it the call returns, and checkRoot tries again
 // (the scope unverified, the worker does not serve meanwhile).
-func (s *claimer) registry(ctx context.Context) (tree.Scan, error) {
+func (s *leaseLoop) registry(ctx context.Context) (tree.Scan, error) {
 	if len(s.c.cfg.ScanSkip) > 0 || s.c.cfg.ScanLimit > 0 {
 		s.c.log.Warn("--zk-scan-skip and --zk-scan-limit are ignored: fleets are registered, not searched for",
 			"registry", tree.RegistryPath)
@@ -33,7 +33,7 @@ func (s *claimer) registry(ctx context.Context) (tree.Scan, error) {
 // checkScope reads the datacenters the root owns, refuses a pinned
 // datacenter outside them, a root the fleet registry does not hold with
 // them, and another registered fleet owning one of them.
-func (s *claimer) checkScope(ctx context.Context, info tree.RootInfo) error {
+func (s *leaseLoop) checkScope(ctx context.Context, info tree.RootInfo) error {
 	root := s.c.cfg.Root
 	owned, err := info.Owned()
 	if err != nil {

@@ -12,10 +12,10 @@ import (
 )
 
 // zkSession is one ZooKeeper session of a Run: dialled with its events
-// waking the claim loops (onEvent), with the worker's credentials, its calls
+// waking the lease loop (onEvent), with the worker's credentials, its calls
 // bounded by the call timeout and ctx (call), the protected create of a
 // lease node (createProtected, confirmOwned) and the guaranteed delete of
-// our nodes (deleteProtected). The claim state on it is a claimer.
+// our nodes (deleteProtected). The lease loop on it is a leaseLoop.
 type zkSession struct {
 	conn *zk.Conn
 	// timeout bounds a call given none (the config's call timeout).

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"math"
+	mrand "math/rand/v2"
 	"path"
 	"time"
 
@@ -39,51 +40,131 @@ import (
 // advisory: a missing or refused node costs only the shortening, never an
 // ID). Holders list standby/ at each renew.
 
+// runStandingBy is the standingBy state: it waits for a change of
+// leases/ (the watch) and then a jitter, a periodic re-list, or ctx; then
+// claiming lists again. Our standby node is shown while every candidate
+// slot is held (allHeld), and hidden otherwise.
+func (s *leaseLoop) runStandingBy(ctx context.Context) leaseState {
+	c, b := s.c, s.standby
+	if c.getState() != StateStandby {
+		c.setState(StateStandby)
+		b.relist = standbyRelist
+	}
+	s.sayWhyWaiting(b.allHeld)
+	if b.allHeld {
+		b.show(ctx) // once per session: holders of our range shorten
+	} else {
+		b.hide(ctx) // shortening would free nothing we could take
+	}
+	// Uniform in [relist/2, 3*relist/2): standbys started together drift apart.
+	t := time.NewTimer(b.relist/2 + time.Duration(mrand.Int64N(int64(b.relist))))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-s.watch:
+		s.watch = nil
+		sleep(ctx, herdDelay(standbyJitter<<min(b.lostRaces, 2)))
+	case <-t.C:
+		b.relist = min(2*b.relist, standbyRelistMax)
+	}
+	return claiming
+}
+
 // standbyRetry is how long a standby whose node could not be made waits
 // before trying again (the failure is logged once per try).
 const standbyRetry = 30 * time.Second
 
-// standbyCounts reports whether a standby named in names could take a slot
-// of datacenter dc: one pinned to dc, or one that takes any slot.
-func standbyCounts(names []string, dc int) bool {
-	for _, n := range names {
-		if sdc, err := tree.ParseStandbyName(n); err == nil && (sdc == -1 || sdc == dc) {
-			return true
-		}
-	}
-	return false
+// The standby herd: every standby is told of every change of leases/, and
+// a freed slot is the same one for all of them. After a change each waits a
+// random delay within standbyJitter before it lists; the first to list
+// creates, and those listing after its create find the slot taken. Only
+// those listing within one list-and-create time of the first create too,
+// so the delays are drawn from a truncated exponential (few early, most
+// late; Nonnenmacher and Biersack's feedback suppression): the first of n
+// standbys acts alone well before the window ends (about 0.4 of it for
+// n=100), where a uniform draw would put n/window of them in each ms.
+// Changes during the wait cost nothing: the one-shot watch is armed again
+// only by the next listing. A standby that lost a race waits in a window
+// twice (then four times) as long, leaving the next slot to others. The
+// periodic re-list (for a watch lost with a session) backs off from
+// standbyRelist to standbyRelistMax while nothing is free.
+const (
+	standbyJitter    = 800 * time.Millisecond
+	standbyLambda    = 10.0 // steepness of the truncated exponential
+	standbyRelist    = 2 * time.Second
+	standbyRelistMax = 30 * time.Second
+	// standbySlowList: a standby's listing slower than this (ZooKeeper
+	// stalled, and answered the standbys that woke meanwhile all at once)
+	// is followed by one more jittered delay and listing before creating.
+	standbySlowList = 100 * time.Millisecond
+)
+
+// herdDelay draws a delay in [0, window) with density proportional to
+// exp(standbyLambda*t/window).
+func herdDelay(window time.Duration) time.Duration {
+	u := mrand.Float64()
+	return time.Duration(float64(window) * math.Log1p(u*math.Expm1(standbyLambda)) / standbyLambda)
 }
 
-// showStandby makes our standby node, once per session; a failure (an ACL
-// on the root, say) is logged and retried after standbyRetry: the worker
+// standby is this worker standing by on one session: its node in
+// standby/ while every slot it may take is held, the creates of ours that
+// may have left one behind, and the herd's spacing of its re-lists.
+type standby struct {
+	c *Coordinator
+	z *zkSession
+	// node is our standby node while we stand by, made by the create of
+	// guid and owned by session; retryAt delays a retry after a failure.
+	node    string
+	guid    string
+	session int64
+	retryAt time.Time
+	// guids are the GUIDs of our standby creates whose node may exist
+	// (not known deleted); sessions the sessions named in them. A node in
+	// standby/ with either is ours (owns).
+	guids    map[string]struct{}
+	sessions map[int64]struct{}
+	// relist is the current periodic re-list interval, backed off while
+	// nothing is free; lostRaces counts claims lost to a lower node since
+	// the last won, widening the jitter window; relisted: we listed again
+	// after a slow listing.
+	relist    time.Duration
+	lostRaces int
+	relisted  bool
+	// allHeld: every slot we may take is held (everyHeld), so our node is
+	// shown; set by claiming as it goes to standingBy.
+	allHeld bool
+}
+
+// show makes our standby node, once per session; a failure (an ACL on
+// the root, say) is logged and retried after standbyRetry: the worker
 // stands by all the same, only holders keep their full horizon. A create
 // whose answer was lost is looked for by its name (its GUID), and kept only
 // if our current session owns it.
-func (s *claimer) showStandby(ctx context.Context) {
-	c := s.c
-	sid := s.conn.SessionID()
-	if sid == 0 || (s.standbyNode != "" && s.standbySession == sid) || time.Now().Before(s.standbyRetryAt) {
+func (b *standby) show(ctx context.Context) {
+	c, z := b.c, b.z
+	sid := z.conn.SessionID()
+	if sid == 0 || (b.node != "" && b.session == sid) || time.Now().Before(b.retryAt) {
 		return
 	}
-	if s.standbyNode != "" {
-		s.hideStandby(ctx) // made on a session since gone: delete it, should it be ours still
+	if b.node != "" {
+		b.hide(ctx) // made on a session since gone: delete it, should it be ours still
 	}
 	dir := tree.StandbyPath(c.cfg.Root)
 	guid := tree.NewGUID()
 	p := dir + "/" + tree.StandbyName(guid, c.cfg.Datacenter, sid)
 	data := zklayout.EncodeLease(c.leaseData(time.Now()))
-	s.trackStandby(guid, sid)
+	b.track(guid, sid)
 	create := func() error {
-		return s.call(ctx, 0, func() error {
-			_, err := s.conn.Create(p, data, zk.FlagEphemeral, c.nodeACL)
+		return z.call(ctx, 0, func() error {
+			_, err := z.conn.Create(p, data, zk.FlagEphemeral, c.nodeACL)
 			return err
 		})
 	}
 	err := create()
 	if errors.Is(err, zk.ErrNoNode) {
 		// The first standby of the root makes standby/ (persistent).
-		err = s.call(ctx, 0, func() error {
-			_, err := s.conn.Create(dir, nil, 0, c.dirACL)
+		err = z.call(ctx, 0, func() error {
+			_, err := z.conn.Create(dir, nil, 0, c.dirACL)
 			return err
 		})
 		if err == nil || errors.Is(err, zk.ErrNodeExists) {
@@ -91,8 +172,8 @@ func (s *claimer) showStandby(ctx context.Context) {
 		}
 	}
 	if err != nil && !unknownOutcome(err) {
-		delete(s.standbyGUIDs, guid) // refused: no node was made
-		s.standbyRetryAt = time.Now().Add(standbyRetry)
+		delete(b.guids, guid) // refused: no node was made
+		b.retryAt = time.Now().Add(standbyRetry)
 		c.log.Warn("cannot create our standby node; standing by unseen (holders keep their full horizon)",
 			"path", p, "retry_in", standbyRetry, "error", err)
 		return
@@ -103,235 +184,104 @@ func (s *claimer) showStandby(ctx context.Context) {
 		ok bool
 		st *zk.Stat
 	)
-	xerr := s.call(ctx, 0, func() (err error) { ok, st, err = s.conn.Exists(p); return })
+	xerr := z.call(ctx, 0, func() (err error) { ok, st, err = z.conn.Exists(p); return })
 	switch {
 	case xerr != nil || !ok:
 		// Unknown, or not (yet) there: its GUID stays tracked, so a node
 		// that lands later is deleted once we hold a slot.
 		c.log.Debug("standby node create outcome unknown; trying again", "path", p, "error", errors.Join(err, xerr))
 		return
-	case st.EphemeralOwner != s.conn.SessionID():
+	case st.EphemeralOwner != z.conn.SessionID():
 		c.log.Debug("standby node belongs to another session of ours; deleting it", "path", p,
 			"owner", fmt.Sprintf("%x", st.EphemeralOwner))
-		s.deleteStandby(ctx, p, guid)
+		b.delete(ctx, p, guid)
 		return
 	}
-	s.standbyNode, s.standbyGUID, s.standbySession = p, guid, st.EphemeralOwner
+	b.node, b.guid, b.session = p, guid, st.EphemeralOwner
 }
 
-// trackStandby remembers a standby create of ours: its GUID until its node
-// is known gone, the session named in it for the session's life.
-func (s *claimer) trackStandby(guid string, sid int64) {
-	if s.standbyGUIDs == nil {
-		s.standbyGUIDs = map[string]struct{}{}
-		s.standbySessions = map[int64]struct{}{}
+// track remembers a standby create of ours: its GUID until its node is
+// known gone, the session named in it for the session's life.
+func (b *standby) track(guid string, sid int64) {
+	if b.guids == nil {
+		b.guids = map[string]struct{}{}
+		b.sessions = map[int64]struct{}{}
 	}
-	s.standbyGUIDs[guid] = struct{}{}
-	s.standbySessions[sid] = struct{}{}
+	b.guids[guid] = struct{}{}
+	b.sessions[sid] = struct{}{}
 }
 
-// ownStandby reports whether a node in standby/ is ours but not the one we
+// owns reports whether a node in standby/ is ours but not the one we
 // show: made by a create of ours (its GUID), or named for a session of
 // ours (one we made standby nodes on, or the current one).
-func (s *claimer) ownStandby(name string) bool {
-	if s.standbyNode != "" && name == path.Base(s.standbyNode) {
+func (b *standby) owns(name string) bool {
+	if b.node != "" && name == path.Base(b.node) {
 		return false
 	}
 	_, guid, sid, err := tree.ParseStandby(name)
 	if err != nil {
 		return false
 	}
-	if _, ok := s.standbyGUIDs[guid]; ok && guid != "" {
+	if _, ok := b.guids[guid]; ok && guid != "" {
 		return true
 	}
-	if _, ok := s.standbySessions[sid]; ok {
+	if _, ok := b.sessions[sid]; ok {
 		return true
 	}
-	return sid != 0 && sid == s.conn.SessionID()
+	return sid != 0 && sid == b.z.conn.SessionID()
 }
 
-// deleteStandby deletes a standby node of ours; its GUID is forgotten once
-// the node is known gone. false when the delete failed.
-func (s *claimer) deleteStandby(ctx context.Context, p, guid string) bool {
-	if !s.deletePath(ctx, p) {
+// delete deletes a standby node of ours; its GUID is forgotten once the
+// node is known gone. false when the delete failed.
+func (b *standby) delete(ctx context.Context, p, guid string) bool {
+	if !b.z.deletePath(ctx, p) {
 		return false
 	}
 	if guid != "" {
-		delete(s.standbyGUIDs, guid)
+		delete(b.guids, guid)
 	}
 	return true
 }
 
-// hideStandby deletes our standby node, once we hold a slot or may take
-// one, and any other standby node of ours (a lost create that landed).
-func (s *claimer) hideStandby(ctx context.Context) {
-	if s.standbyNode != "" {
-		if !s.deleteStandby(ctx, s.standbyNode, s.standbyGUID) {
+// hide deletes our standby node, once we hold a slot or may take one, and
+// any other standby node of ours (a lost create that landed).
+func (b *standby) hide(ctx context.Context) {
+	if b.node != "" {
+		if !b.delete(ctx, b.node, b.guid) {
 			// Its GUID stays tracked: the orphan tick deletes it.
-			s.c.log.Warn("cannot delete our standby node; deleting it later (meanwhile holders of our range keep the standby horizon)",
-				"path", s.standbyNode)
+			b.c.log.Warn("cannot delete our standby node; deleting it later (meanwhile holders of our range keep the standby horizon)",
+				"path", b.node)
 		}
-		s.standbyNode, s.standbyGUID, s.standbySession = "", "", 0
+		b.node, b.guid, b.session = "", "", 0
 	}
-	if len(s.standbyGUIDs) == 0 {
+	if len(b.guids) == 0 {
 		return
 	}
 	var names []string
-	if err := s.call(ctx, 0, func() (err error) {
-		names, _, err = s.conn.Children(tree.StandbyPath(s.c.cfg.Root))
+	if err := b.z.call(ctx, 0, func() (err error) {
+		names, _, err = b.z.conn.Children(tree.StandbyPath(b.c.cfg.Root))
 		return err
 	}); err != nil {
 		return // the orphan tick looks again
 	}
-	s.cleanStandbys(ctx, names)
+	b.clean(ctx, names)
 }
 
-// cleanStandbys deletes the standby nodes named in names that are ours
-// (ownStandby): while we hold a slot, or may take one, each would shorten
-// the reservations of our range's holders for nothing, for as long as the
+// clean deletes the standby nodes named in names that are ours (owns):
+// while we hold a slot, or may take one, each would shorten the
+// reservations of our range's holders for nothing, for as long as the
 // session that owns it lives.
-func (s *claimer) cleanStandbys(ctx context.Context, names []string) {
+func (b *standby) clean(ctx context.Context, names []string) {
 	for _, n := range names {
-		if !s.ownStandby(n) {
+		if !b.owns(n) {
 			continue
 		}
 		_, guid, _, _ := tree.ParseStandby(n)
-		p := tree.StandbyPath(s.c.cfg.Root) + "/" + n
-		if s.deleteStandby(ctx, p, guid) {
-			s.c.log.Info("deleted a standby node of ours left behind", "path", p)
+		p := tree.StandbyPath(b.c.cfg.Root) + "/" + n
+		if b.delete(ctx, p, guid) {
+			b.c.log.Info("deleted a standby node of ours left behind", "path", p)
 		} else {
-			s.c.log.Debug("cannot delete a standby node of ours left behind; trying again", "path", p)
-		}
-	}
-}
-
-// listStandbys reads the names in standby/ into standbyNames, once a
-// renew: a read of a node that is empty but while a standby waits. (Not a
-// watch: every holder's armed watch would be re-set by go-zookeeper on each
-// reconnect, and its v1.0.4 sendSetWatches races its receive loop.) On an
-// error (ZooKeeper away) the last listing stands; none: no standby.
-//
-// The renew waits for the listing standbyListWait at most: against a slow
-// ZooKeeper a listing bounded only by the call timeout, and then the write,
-// made one renew cycle longer than the standby horizon lasts, and the
-// clock passed the ceiling. A listing still out then is not sent again:
-// the renew goes on with the last one, and a later renew takes its answer.
-func (s *claimer) listStandbys(ctx context.Context) {
-	if s.standbyList == nil {
-		ch := make(chan standbyListing, 1)
-		s.standbyList = ch
-		// A copy for the listing's goroutine; none while no standby is known
-		// (the common case: this runs at every renew).
-		var known map[string]bool
-		if len(s.standbyKinds) > 0 {
-			known = maps.Clone(s.standbyKinds)
-		}
-		go func() {
-			var names []string
-			err := s.call(ctx, 0, func() (err error) {
-				names, _, err = s.conn.Children(tree.StandbyPath(s.c.cfg.Root))
-				return err
-			})
-			r := standbyListing{err: err}
-			if err == nil {
-				r.names = names // else possibly abandoned to the call: not to be read
-				r.ephemeral = s.readStandbyKinds(ctx, names, known)
-			}
-			ch <- r
-		}()
-	}
-	t := time.NewTimer(s.c.cfg.standbyListWait())
-	defer t.Stop()
-	select {
-	case r := <-s.standbyList:
-		s.standbyList = nil
-		switch {
-		case errors.Is(r.err, zk.ErrNoNode):
-			s.standbyNames, s.standbyOrphans = nil, nil
-		case r.err == nil:
-			s.noteStandbyKinds(r.names, r.ephemeral)
-			// Our own nodes (a standby node of ours left behind) wait for
-			// nothing: they do not count, and the orphan tick deletes them.
-			// Nor does a persistent node: no standby made it.
-			var others, ours []string
-			for _, n := range r.names {
-				switch {
-				case s.ownStandby(n):
-					ours = append(ours, n)
-				case s.standbyKinds[n]:
-					others = append(others, n)
-				}
-			}
-			s.standbyNames, s.standbyOrphans = others, ours
-		}
-	case <-t.C:
-		s.c.log.Debug("listing of standby/ still out; renewing with the last one", "wait", s.c.cfg.standbyListWait())
-	case <-ctx.Done():
-	}
-}
-
-// standbyListing is the answer to a listing of standby/.
-type standbyListing struct {
-	names []string
-	err   error
-	// ephemeral says, of each name not known before the listing, whether
-	// a live session holds it (read once: a node's kind never changes).
-	ephemeral map[string]bool
-}
-
-// horizonFor is the horizon a holder reserves with: StandbyHorizon while a
-// standby waits for its range, else Horizon.
-func (c *Coordinator) horizonFor(standbyWaiting bool) time.Duration {
-	if standbyWaiting {
-		return c.cfg.standbyHorizon()
-	}
-	return c.cfg.Horizon
-}
-
-// readStandbyKinds reads, for each name in standby/ not in known, whether
-// a live session holds it (its ephemeralOwner): one read a new node, not
-// one a listing. It runs on the listing's goroutine: it reads nothing of
-// the claimer's but its session. A node gone meanwhile is left out (the next listing
-// drops it); a read that fails is tried again at the next listing.
-func (s *claimer) readStandbyKinds(ctx context.Context, names []string, known map[string]bool) map[string]bool {
-	kinds := map[string]bool{}
-	for _, n := range names {
-		if _, ok := known[n]; ok {
-			continue
-		}
-		var st *zk.Stat
-		err := s.call(ctx, 0, func() (err error) {
-			_, st, err = s.conn.Exists(tree.StandbyPath(s.c.cfg.Root) + "/" + n)
-			return err
-		})
-		if err == nil && st != nil {
-			kinds[n] = st.EphemeralOwner != 0
-		}
-	}
-	return kinds
-}
-
-// noteStandbyKinds keeps what readStandbyKinds read, for the names still
-// listed, and says once of a persistent node that it is damage: it counts
-// as no standby, and shortens no horizon.
-func (s *claimer) noteStandbyKinds(names []string, kinds map[string]bool) {
-	listed := make(map[string]bool, len(names))
-	for _, n := range names {
-		listed[n] = true
-	}
-	for n := range s.standbyKinds {
-		if !listed[n] {
-			delete(s.standbyKinds, n)
-		}
-	}
-	if s.standbyKinds == nil {
-		s.standbyKinds = map[string]bool{}
-	}
-	for n, ephemeral := range kinds {
-		s.standbyKinds[n] = ephemeral
-		if !ephemeral {
-			s.c.log.Warn("a persistent node in standby/ is no standby: not counted (no horizon is shortened for it)",
-				"znode", tree.StandbyPath(s.c.cfg.Root)+"/"+n, "fix", "delete it")
+			b.c.log.Debug("cannot delete a standby node of ours left behind; trying again", "path", p)
 		}
 	}
 }

@@ -33,7 +33,7 @@ const secureHint = "run snowflakectl secure --zk-auth-file OPERATOR --zk-worker-
 // ZooKeeper has no watch on ACLs: a node whose ACL is loosened while we
 // serve is seen at the next session's start; one tightened against us is
 // a refusal, which drops the lease at its next write (ErrNoAuth).
-func (s *claimer) checkTrust(ctx context.Context) error {
+func (s *leaseLoop) checkTrust(ctx context.Context) error {
 	auth := s.c.cfg.Auth
 	if auth == "" {
 		return nil
@@ -110,7 +110,7 @@ func (s *claimer) checkTrust(ctx context.Context) error {
 // slotTrusted is checkTrust for the one slot node a claim is about to
 // write: the world may not write it, and our identity must read and write
 // it. A slot refused here is avoided (logged at error), not the tree.
-func (s *claimer) slotTrusted(ctx context.Context, sl snowflake.Slot) error {
+func (s *leaseLoop) slotTrusted(ctx context.Context, sl snowflake.Slot) error {
 	if s.c.cfg.Auth == "" {
 		return nil
 	}

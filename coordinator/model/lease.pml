@@ -164,13 +164,13 @@
 #define CONFL    3     /* writeConflict */
 #define UNKN     4     /* writeUnknown */
 /* worker states */
-#define LIST      0    /* claim.go: claim, list + freeSlots */
+#define LIST      0    /* claim.go: runClaiming, list + freeSlots */
 #define CREATE    1    /* claim.go: createLease */
-#define CHECK     2    /* claim.go: claim, the listing after our create */
-#define READ      3    /* claim.go: reserve, readSlot */
-#define WAIT      4    /* claim.go: reserve, waitPast + writeSlot */
-#define CLAIMING  5    /* claim.go: reserve, the answer of writeSlot */
-#define HOLD      6    /* hold.go: hold */
+#define CHECK     2    /* claim.go: runClaiming, the listing after our create */
+#define READ      3    /* reserve.go: reserve, readSlot */
+#define WAIT      4    /* reserve.go: reserve, waitPast + writeSlot */
+#define CLAIMING  5    /* reserve.go: reserve, the answer of writeSlot */
+#define HOLD      6    /* hold.go: runServing */
 #define RENEWING  7    /* hold.go: renew */
 #define RELEASING 8    /* release.go: release */
 
@@ -486,10 +486,10 @@ inline canon() {
   :: (lo) <= 12 && 12 <= (hi) -> gt_ = 12 \
   fi
 
-/* hold.go: hold -> snowflake.NewGenerator(Floor: l.floor, Ceiling:
+/* hold.go: runServing -> snowflake.NewGenerator(Floor: l.floor, Ceiling:
    l.ceiling): the state word starts at floor<<12 | MaxSequence | floorBit */
 inline start_tenure(w) {
-  rv[w] = 0; rfl[w] = 0;    /* claim.go: s.resume = nil */
+  rv[w] = 0; rfl[w] = 0;    /* claim.go: claimed, s.resume = nil */
   holding[w] = 1; glast[w] = GENFLOOR(w); gseq[w] = MAXSEQ; gflr[w] = 1;
 #ifdef M_EARLYCEIL
   gceil[w] = ceil[w];
@@ -535,7 +535,7 @@ inline lose(w, del) {
   forget(w); pc[w] = LIST
 }
 
-/* claim.go: reserve gives the lease up -- deleteLease, claim picks again */
+/* reserve.go: reserve gives the lease up -- deleteLease, runClaiming picks again */
 inline giveup(w) {
   drop_node(w); forget(w); pc[w] = LIST
 }
@@ -612,7 +612,7 @@ end:
   /* snowflakectl recover, in the code's two steps (tree/recover.go):
      raise every slot node (raiseSlot), then write the marker into the
      root, which lets the workers that saw the rollback claim again
-     (rollback.go: awaitRecover).  M_MARKERFIRST: the marker first. */
+     (rollback.go: runWaitingRecover).  M_MARKERFIRST: the marker first. */
   :: atomic { w == 0 && rolled && recov == 0 -> PICK(CLO, CHI); d_step {
        recov = 1;
 #ifdef M_MARKERFIRST
@@ -641,9 +641,9 @@ end:
 #endif
 
   /* ---------------- claim ---------------- */
-  /* claim.go: claim -- list leases/, freeSlots: the slot is free when no
+  /* claim.go: runClaiming -- list leases/, freeSlots: the slot is free when no
      lease node names it (else standby); after a rollback it sees, nothing
-     until recover (rollback.go: awaitRecover) */
+     until recover (rollback.go: runWaitingRecover) */
   :: d_step { pc[w] == LIST && aop[w] == NONE && NOLIVE && !ROLLED ->
        printf("W%d : ls leases/: slot free\n", w); pc[w] = CREATE }
   /* claim.go: createLease -- protected ephemeral sequential create on our
@@ -654,13 +654,13 @@ end:
        seqctr++; nseq[w] = seqctr; alive[w] = 1;
        canon(); pc[w] = CHECK;
        printf("W%d : create lease node n%d\n", w, nseq[w]) }
-  /* claim.go: claim -- list again: lowest sequence of the slot wins */
+  /* claim.go: runClaiming -- list again: lowest sequence of the slot wins */
   :: d_step { pc[w] == CHECK && aop[w] == NONE ->
        if
        :: LOWER(w) -> printf("W%d : a lower node holds the slot: delete n%d\n", w, nseq[w]); giveup(w)
        :: else -> printf("W%d : n%d is the lowest node of the slot\n", w, nseq[w]); pc[w] = READ
        fi }
-  /* claim.go: reserve -- SessionID check, then fence.go: readSlot */
+  /* reserve.go: reserve -- SessionID check, then fence.go: readSlot */
   :: d_step { pc[w] == READ && aop[w] == NONE ->
        if
        :: !alive[w] -> printf("W%d : session changed during claim: give up\n", w);
@@ -702,7 +702,7 @@ end:
             giveup(w)
 #endif
        fi }
-  /* claim.go: reserve -- waitPast(R) (or give up: the wait is too long, or
+  /* reserve.go: reserve -- waitPast(R) (or give up: the wait is too long, or
      the clock moved back past the deadline), then reservedUntil(now, R)
      and writeSlot: the fenced Multi */
   :: d_step { pc[w] == WAIT && aop[w] == NONE -> printf("W%d : wait too long: give up the slot\n", w); giveup(w) }
@@ -731,7 +731,7 @@ end:
        send(w, CLAIMW, gt_);
 #endif
        attempted[w] = 1; gt_ = 0; pc[w] = CLAIMING } }
-  /* claim.go: reserve -- the answer of the claim write */
+  /* reserve.go: reserve -- the answer of the claim write */
   :: d_step { pc[w] == CLAIMING && res[w] != NONE ->
        if
        :: res[w] == OK -> ceil[w] = sval[w]; attempted[w] = 0;
@@ -768,7 +768,7 @@ end:
   :: d_step { holding[w] && glast[w] < MAXT ->
        gt_ = glast[w] + 1; gk_ = 0; issue(w) }
 #endif
-  /* hold.go: hold -- at a tick: SessionID changed (or Expired): lost */
+  /* hold.go: runServing -- at a tick: SessionID changed (or Expired): lost */
   :: d_step { pc[w] == HOLD && !alive[w] ->
        printf("W%d : SessionID changed: lease lost, seal\n", w); lose(w, 0) }
   /* hold.go: renew -- target := reservedUntil(now, l.ceiling), writeSlot
