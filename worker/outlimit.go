@@ -87,6 +87,7 @@ func (c *conn) appendRun(first int64, n int, form idForm) {
 	if c.lazyRuns {
 		m = min(max(refillChunk/elemLen(first, form), 1), n)
 	}
+	c.wbuf = c.s.bufs.grow(c.wbuf, m*elemLen(first+int64(m-1), form))
 	at := len(c.wbuf)
 	c.wbuf = appendIDElems(c.wbuf, first, m, form)
 	c.run = idRun{first: first, n: n, made: m, form: form, at: at, end: len(c.wbuf)}
