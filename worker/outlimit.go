@@ -144,8 +144,8 @@ func (c *conn) refill() bool {
 	if r.made == r.n {
 		return false
 	}
-	c.wbuf = c.wbuf[:0]
 	m := min(max(refillChunk/elemLen(r.first+int64(r.made), r.form), 1), r.n-r.made)
+	c.wbuf = c.s.bufs.grow(c.wbuf[:0], m*elemLen(r.first+int64(r.made+m-1), r.form))
 	c.wbuf = appendIDElems(c.wbuf, r.first+int64(r.made), m, r.form)
 	r.next, r.made, r.at, r.end = r.made, r.made+m, 0, len(c.wbuf)
 	return true
