@@ -32,12 +32,12 @@ type Config struct {
 	// ClientOutputLimit is Redis's client-output-buffer-limit, in bytes:
 	// no request of a connection runs while this much of its replies waits
 	// for its socket, the last NEXTIDS reply is made again rather than
-	// kept when the socket is full, and a connection whose socket takes
-	// nothing for a second while more than this waits is closed
-	// (outlimit.go). So a client that does not read costs the worker about
-	// this much, not its replies. 0: no limit (each reply is kept whole
-	// until written; WriteTimeout alone drops a client that does not
-	// read).
+	// kept when the socket is full, the kernel keeps about this much unsent
+	// (TCP_NOTSENT_LOWAT), and a connection whose socket takes nothing for
+	// 2 s while more than this waits is closed (outlimit.go). So a client
+	// that does not read costs the worker about this much, not its
+	// replies. 0: no limit (each reply is kept whole until written;
+	// WriteTimeout alone drops a client that does not read).
 	ClientOutputLimit int
 	// DrainTimeout bounds Shutdown: requests already received get their
 	// replies within it, then every connection is closed.
@@ -79,9 +79,9 @@ type Config struct {
 
 // DefaultConfig listens on :7609 with up to 10,000 connections, a 5-minute
 // idle timeout, 10 s to finish a started request or a write, 16 KiB of
-// replies waiting per connection, and 5 s to drain; the admin HTTP server takes up to 256 connections, 32 from one
-// address; IDs over HTTP up to 1,000 from one address; protected mode is
-// on.
+// replies waiting per connection, and 5 s to drain; the admin HTTP server
+// takes up to 256 connections, 32 from one address; IDs over HTTP up to
+// 1,000 from one address; protected mode is on.
 func DefaultConfig() Config {
 	return Config{
 		Listen:                 ":7609",

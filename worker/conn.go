@@ -333,10 +333,11 @@ func (c *conn) now() time.Time {
 }
 
 // emptyWbuf empties the write buffer once its replies are written, dropping
-// a buffer that grew past keepWriteBuf.
+// a buffer that grew past keepWriteBuf, or one of the size of what a shed
+// kept (outlimit.go).
 func (c *conn) emptyWbuf() {
 	c.run = idRun{}
-	if cap(c.wbuf) > keepWriteBuf {
+	if cap(c.wbuf) > keepWriteBuf || cap(c.wbuf) < writeBufSize {
 		c.wbuf = c.s.bufs.get(writeBufSize)[:0]
 	} else {
 		c.wbuf = c.wbuf[:0]

@@ -88,7 +88,7 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable, open, accepted *at
 		}),
 		outputLimit: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "snowflake_worker_output_limit_closes_total",
-			Help: "Connections closed because their socket took nothing for a second while more than ClientOutputLimit of their replies waited: clients that do not read.",
+			Help: "Connections closed because their socket took nothing for 2 s while more than ClientOutputLimit of their replies waited: clients that do not read.",
 		}),
 	}
 	timeouts := prometheus.NewCounterVec(prometheus.CounterOpts{
