@@ -159,7 +159,7 @@ func testOutputLimitReaderPaused(t *testing.T) {
 	r := w.dial(t)
 	const n = 40
 	go func() { _, _ = r.nc.Write([]byte(strings.Repeat("NEXTIDS 4096 STRING\r\n", n))) }()
-	time.Sleep(outputStall * 3 / 4)
+	time.Sleep(outputStall / 2)
 	_ = r.nc.SetReadDeadline(time.Now().Add(30 * time.Second))
 	var last int64
 	for i := range n {
