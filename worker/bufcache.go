@@ -2,6 +2,7 @@ package worker
 
 import (
 	"math/bits"
+	"slices"
 	"sync"
 )
 
@@ -55,6 +56,27 @@ func (b *bufCache) get(n int) []byte {
 		b.mu.Unlock()
 	}
 	return make([]byte, n)
+}
+
+// grow is buf with room for n more bytes: buf itself when it has it, else
+// its bytes in a buffer of the cache's smallest size that fits (buf goes
+// back), or, past the largest, one allocated: a reply that is written
+// and dropped again and again (outlimit.go) then costs no garbage.
+func (b *bufCache) grow(buf []byte, n int) []byte {
+	need := len(buf) + n
+	if need <= cap(buf) {
+		return buf
+	}
+	size := readBufSize
+	for size < need && bufClass(2*size) >= 0 {
+		size *= 2
+	}
+	if size < need {
+		return slices.Grow(buf, n)
+	}
+	nb := append(b.get(size)[:0], buf...)
+	b.put(buf)
+	return nb
 }
 
 // put gives buf back; the caller no longer uses it.

@@ -29,6 +29,16 @@ type Config struct {
 	// WriteTimeout bounds each write of replies: a client that stops reading
 	// is disconnected after it.
 	WriteTimeout time.Duration
+	// ClientOutputLimit is Redis's client-output-buffer-limit, in bytes:
+	// no request of a connection runs while this much of its replies waits
+	// for its socket, the last NEXTIDS reply is made again rather than
+	// kept when the socket is full, the kernel keeps about this much unsent
+	// (TCP_NOTSENT_LOWAT), and a connection whose socket takes nothing for
+	// 2 s while more than this waits is closed (outlimit.go). So a client
+	// that does not read costs the worker about this much, not its
+	// replies. 0: no limit (each reply is kept whole until written;
+	// WriteTimeout alone drops a client that does not read).
+	ClientOutputLimit int
 	// DrainTimeout bounds Shutdown: requests already received get their
 	// replies within it, then every connection is closed.
 	DrainTimeout time.Duration
@@ -68,10 +78,10 @@ type Config struct {
 }
 
 // DefaultConfig listens on :7609 with up to 10,000 connections, a 5-minute
-// idle timeout, 10 s to finish a started request or a write, and 5 s to
-// drain; the admin HTTP server takes up to 256 connections, 32 from one
-// address; IDs over HTTP up to 1,000 from one address; protected mode is
-// on.
+// idle timeout, 10 s to finish a started request or a write, 16 KiB of
+// replies waiting per connection, and 5 s to drain; the admin HTTP server
+// takes up to 256 connections, 32 from one address; IDs over HTTP up to
+// 1,000 from one address; protected mode is on.
 func DefaultConfig() Config {
 	return Config{
 		Listen:                 ":7609",
@@ -79,6 +89,7 @@ func DefaultConfig() Config {
 		IdleTimeout:            5 * time.Minute,
 		ReadTimeout:            10 * time.Second,
 		WriteTimeout:           10 * time.Second,
+		ClientOutputLimit:      16 << 10,
 		DrainTimeout:           5 * time.Second,
 		HTTPMaxConns:           256,
 		HTTPMaxConnsPerAddr:    32,
@@ -105,6 +116,9 @@ func (c Config) Validate() error {
 	}
 	if c.WriteTimeout <= 0 {
 		return bad("WriteTimeout", c.WriteTimeout, "must be positive")
+	}
+	if c.ClientOutputLimit != 0 && (c.ClientOutputLimit < 1<<10 || c.ClientOutputLimit > 64<<20) {
+		return bad("ClientOutputLimit", c.ClientOutputLimit, "is out of range 1024..67108864 bytes (0 = no limit)")
 	}
 	if c.DrainTimeout <= 0 {
 		return bad("DrainTimeout", c.DrainTimeout, "must be positive")

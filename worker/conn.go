@@ -57,6 +57,14 @@ type conn struct {
 	// to drain: no request is executed meanwhile, so a client that does not
 	// read its replies is not read from either.
 	stalled bool
+	// run is the last NEXTIDS reply in wbuf, which the transport may drop
+	// when the socket fills and make again as it takes it; taken is when
+	// the socket of a stalled connection last took some (outlimit.go).
+	run   idRun
+	taken time.Time
+	// lazyRuns: the transport cannot tell when the socket is full (TLS):
+	// runs are made a chunk at a time as it writes them.
+	lazyRuns bool
 
 	// mark is when the last read returned: the requests it brought are
 	// timed from it to their reply written.
@@ -106,6 +114,9 @@ type transport interface {
 	// not block, what it takes, setting conn.stalled until the rest is
 	// written. False: the connection is broken or timed out.
 	flush() bool
+	// unsent is how many bytes of replies the kernel holds for the socket
+	// and has not sent yet (0 where it cannot tell).
+	unsent() int
 }
 
 func newConn(s *Server, nc net.Conn, id int64) *conn {
@@ -167,7 +178,7 @@ func (c *conn) execSlice() sliceEnd {
 	c.ready = false
 	start := c.r
 	for i := 0; !c.stalled && c.r < c.w; i++ {
-		if i == sliceReqs || len(c.wbuf)+c.r-start >= flushAt {
+		if i == sliceReqs || len(c.wbuf)+c.r-start >= flushAt || c.outputFull() {
 			return sliceMore
 		}
 		frame := c.rbuf[c.r:c.w]
@@ -322,9 +333,11 @@ func (c *conn) now() time.Time {
 }
 
 // emptyWbuf empties the write buffer once its replies are written, dropping
-// a buffer that grew past keepWriteBuf.
+// a buffer that grew past keepWriteBuf, or one of the size of what a shed
+// kept (outlimit.go).
 func (c *conn) emptyWbuf() {
-	if cap(c.wbuf) > keepWriteBuf {
+	c.run = idRun{}
+	if cap(c.wbuf) > keepWriteBuf || cap(c.wbuf) < writeBufSize {
 		c.wbuf = c.s.bufs.get(writeBufSize)[:0]
 	} else {
 		c.wbuf = c.wbuf[:0]

@@ -168,33 +168,55 @@ func (e *evConn) idle() bool {
 	return e.step()
 }
 
-// flush writes wbuf without blocking; when the socket is full it leaves
-// the rest to EPOLLOUT, under WriteTimeout (sweep). False: broken.
+func (e *evConn) unsent() int {
+	if e.fd < 0 {
+		return 0
+	}
+	return unsentBytes(uintptr(e.fd))
+}
+
+// flush writes wbuf without blocking, and what is left to make of a run
+// dropped from it (conn.refill); when the socket is full it drops what
+// the socket did not take of the last run (conn.shed) and leaves the rest
+// to EPOLLOUT, under WriteTimeout and the output limit (sweep). False:
+// broken.
 func (e *evConn) flush() bool {
 	c := e.c
 	if e.fd < 0 {
 		return false
 	}
-	if len(c.wbuf) == 0 {
+	if len(c.wbuf) == 0 && !c.refill() {
 		return true
 	}
 	if !c.stalled {
 		c.observe(time.Now())
 	}
-	switch writeFrom(uintptr(e.fd), c.wbuf, &e.out) {
-	case 0:
-	case syscall.EAGAIN:
-		if !c.stalled {
-			c.stalled = true
-			e.wdeadline = time.Now().Add(c.s.cfg.WriteTimeout)
-			return e.watch(syscall.EPOLLOUT)
+	for {
+		before := e.out
+		switch writeFrom(uintptr(e.fd), c.wbuf, &e.out) {
+		case 0:
+			e.out = 0
+			if c.refill() {
+				continue
+			}
+		case syscall.EAGAIN:
+			now := time.Now()
+			if c.stalled && e.out > before {
+				c.taken = now
+			}
+			e.out = c.shed(e.out)
+			if !c.stalled {
+				c.stalled, c.taken = true, now
+				e.wdeadline = now.Add(c.s.cfg.WriteTimeout)
+				return e.watch(syscall.EPOLLOUT)
+			}
+			return true
+		default:
+			c.stalled = false // broken: finish closes at once
+			return false
 		}
-		return true
-	default:
-		c.stalled = false // broken: finish closes at once
-		return false
+		break
 	}
-	e.out = 0
 	c.emptyWbuf()
 	if c.stalled {
 		c.stalled = false

@@ -150,20 +150,18 @@ func (c *conn) issue(n int, array bool, form idForm) result {
 	if res != resOK {
 		return res
 	}
-	str := form == formString
 	switch {
-	case form == formShort:
-		c.wbuf = appendShortIDs(c.wbuf, first, n, array)
-	case !array && str:
-		c.wbuf = resp.AppendBulkInt(c.wbuf, first)
-	case !array:
-		c.wbuf = resp.AppendInt(c.wbuf, first)
-	case str:
-		c.wbuf = resp.AppendArrayHeader(c.wbuf, n) // the run grows wbuf once
-		c.wbuf = resp.AppendBulkIntRun(c.wbuf, first, n)
-	default:
+	case array:
+		// The run grows wbuf once; the transport may drop what a full
+		// socket did not take of it and make it again later (outlimit.go).
 		c.wbuf = resp.AppendArrayHeader(c.wbuf, n)
-		c.wbuf = resp.AppendIntRun(c.wbuf, first, n)
+		c.appendRun(first, n, form)
+	case form == formShort:
+		c.wbuf = appendShortIDs(c.wbuf, first, n, false)
+	case form == formString:
+		c.wbuf = resp.AppendBulkInt(c.wbuf, first)
+	default:
+		c.wbuf = resp.AppendInt(c.wbuf, first)
 	}
 	return resOK
 }

@@ -50,6 +50,9 @@ func (s *Server) IDsServer() *http.Server {
 // connection from it is closed at once (counted), so that one host cannot
 // hold them all and keep out the clients with the password.
 func (s *Server) IDsListener(ln net.Listener) net.Listener {
+	if err := tuneListener(ln, s.cfg.ClientOutputLimit); err != nil {
+		s.log.Warn("cannot set the socket buffers of IDs over HTTP; the system's defaults stay", "error", err)
+	}
 	l := newLimitListener(ln, s.cfg.MaxConns, s.cfg.HTTPIDsMaxConnsPerAddr, s.m.idsRefused)
 	l.wrap = func(c net.Conn) net.Conn { return &idsConn{Conn: c, s: s} }
 	return l
@@ -139,7 +142,7 @@ func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, many bool) res
 		return unavailable(w, err.Error()+"; try another worker", resNoLease)
 	}
 	s.m.ids.Add(float64(n))
-	writeIDs(w, r, first, n, many, form)
+	s.writeIDs(w, r, first, n, many, form)
 	return resOK
 }
 
@@ -184,46 +187,6 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 		Error string `json:"error"`
 	}{msg}) // json, not strconv.Quote: a client's bytes in msg must come out as valid JSON
 	w.Write(append(b, '\n'))
-}
-
-// writeIDs answers first..first+n-1 as JSON, or one per line when the
-// client's Accept names text/plain and not JSON.
-func writeIDs(w http.ResponseWriter, r *http.Request, first int64, n int, many bool, form idForm) {
-	accept := r.Header.Get("Accept")
-	text := strings.Contains(accept, "text/plain") && !strings.Contains(accept, "application/json")
-	b := make([]byte, 0, n*24+16)
-	if text {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		for i := range int64(n) {
-			b = appendIDText(b, first+i, form == formShort)
-			b = append(b, '\n')
-		}
-		w.Write(b)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	quote := form != formInteger
-	if many {
-		b = append(b, `{"ids":[`...)
-	} else {
-		b = append(b, `{"id":`...)
-	}
-	for i := range int64(n) {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		if quote {
-			b = append(b, '"')
-		}
-		b = appendIDText(b, first+i, form == formShort)
-		if quote {
-			b = append(b, '"')
-		}
-	}
-	if many {
-		b = append(b, ']')
-	}
-	w.Write(append(b, "}\n"...))
 }
 
 func appendIDText(b []byte, id int64, short bool) []byte {

@@ -477,7 +477,10 @@ func (l *loop) sweep() {
 				l.close(e)
 			}
 		case e.c.stalled:
-			if now.After(e.wdeadline) {
+			if e.c.overOutputLimit(now, e.out) {
+				e.c.closedOverLimit(e.out)
+				l.close(e)
+			} else if now.After(e.wdeadline) {
 				e.c.timedOut(timeoutWrite)
 				l.close(e)
 			}

@@ -28,7 +28,10 @@ type metrics struct {
 	// denied counts connections refused by protected mode (protected.go).
 	denied    prometheus.Counter
 	protoErrs prometheus.Counter
-	timeouts  [timeoutWrite + 1]prometheus.Counter // by timeoutKind
+	// outputLimit counts connections closed by their output limit
+	// (outlimit.go).
+	outputLimit prometheus.Counter
+	timeouts    [timeoutWrite + 1]prometheus.Counter // by timeoutKind
 }
 
 // newMetrics makes the server's metrics, per command of cmds, and registers
@@ -83,6 +86,10 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable, open, accepted *at
 			Name: "snowflake_worker_protocol_errors_total",
 			Help: "Connections closed for a malformed request.",
 		}),
+		outputLimit: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_output_limit_closes_total",
+			Help: "Connections closed because their socket took nothing for 2 s while more than ClientOutputLimit of their replies waited: clients that do not read.",
+		}),
 	}
 	timeouts := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "snowflake_worker_connection_timeouts_total",
@@ -101,7 +108,7 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable, open, accepted *at
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{ids, requests, latency, m.conns, m.connsTotal,
-			m.rejected, m.adminRefused, m.adminReserved, m.idsRefused, m.denied, m.protoErrs, timeouts} {
+			m.rejected, m.adminRefused, m.adminReserved, m.idsRefused, m.denied, m.protoErrs, m.outputLimit, timeouts} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

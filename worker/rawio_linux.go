@@ -27,6 +27,21 @@ func writeFrom(fd uintptr, p []byte, off *int) syscall.Errno {
 	return 0
 }
 
+// sysSIOCOUTQNSD is the ioctl that answers how many bytes a TCP socket's
+// send queue holds that were not sent yet (Linux 2.6.38); package syscall
+// lacks it.
+const sysSIOCOUTQNSD = 0x894B
+
+// unsentBytes is how many bytes the socket fd holds not sent yet (0 on an
+// error).
+func unsentBytes(fd uintptr) int {
+	var n int32
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_IOCTL, fd, sysSIOCOUTQNSD, uintptr(unsafe.Pointer(&n))); errno != 0 {
+		return 0
+	}
+	return int(n)
+}
+
 // readInto is one raw read(2) from the non-blocking socket fd into p; n is
 // 0 on an error (EAGAIN: nothing to read now) and at EOF.
 func readInto(fd int, p []byte) (int, syscall.Errno) {

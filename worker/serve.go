@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -15,6 +16,11 @@ type goConn struct {
 	// raw writes replies with write(2) itself where it can (Linux TCP;
 	// nil: nc.Write); see serve_linux.go.
 	raw *rawWriter
+	// out, stalledAt, wait and werr are writeRaw's state (serve_linux.go).
+	out       int
+	stalledAt time.Time
+	wait      bool
+	werr      syscall.Errno
 	// rdeadline is the read deadline in force (zero: none).
 	rdeadline time.Time
 	// drained: the connection took its last read in a drain;
@@ -23,8 +29,10 @@ type goConn struct {
 }
 
 func newGoConn(c *conn, nc net.Conn) *goConn {
-	g := &goConn{c: c, nc: nc, raw: newRawWriter(nc)}
+	g := &goConn{c: c, nc: nc}
+	g.raw = newRawWriter(nc, g.writeFd)
 	c.t = g
+	c.lazyRuns = g.raw == nil
 	return g
 }
 
@@ -141,24 +149,25 @@ func (g *goConn) readError(err error) {
 	c.timedOut(timeoutIdle)
 }
 
-// flush writes the buffered replies. It reports false when the connection
-// is broken or a write of replies was not taken within WriteTimeout of the
-// moment the socket filled (as under the epoll loop, evConn.flush): a
+// flush writes the buffered replies, and what is left to make of a run
+// (conn.refill). It reports false when the connection is broken, a write
+// of replies was not taken within WriteTimeout of the moment the socket
+// filled (as under the epoll loop, evConn.flush), or the socket took
+// nothing for outputStall while more than the output limit waited: a
 // client that stops reading is dropped, a slow one is not.
 func (g *goConn) flush() bool {
 	c := g.c
-	if len(c.wbuf) == 0 {
+	if len(c.wbuf) == 0 && !c.refill() {
 		return true
 	}
 	c.observe(time.Now())
 	var err error
 	if g.raw != nil {
-		err = g.raw.write(c.wbuf, c.s.cfg.WriteTimeout)
-	} else if err = g.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err == nil {
-		// Without raw writes a whole write is under the deadline: it may
-		// not block, so it starts just now.
-		_, err = g.nc.Write(c.wbuf)
+		err = g.writeRaw()
+	} else {
+		err = g.writeConn()
 	}
+	c.stalled = false
 	c.emptyWbuf()
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -167,6 +176,34 @@ func (g *goConn) flush() bool {
 		return false
 	}
 	return true
+}
+
+func (g *goConn) unsent() int {
+	if g.raw == nil {
+		return 0
+	}
+	return g.raw.unsent()
+}
+
+// errOutputLimit: the connection was closed by its output limit (counted).
+var errOutputLimit = errors.New("output limit")
+
+// writeConn writes wbuf through net.Conn.Write, which blocks, and a run a
+// chunk at a time (lazyRuns); the whole is under WriteTimeout, from now: a
+// write cut short by a deadline cannot go on (TLS).
+func (g *goConn) writeConn() error {
+	c := g.c
+	if err := g.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
+		return err
+	}
+	for {
+		if _, err := g.nc.Write(c.wbuf); err != nil {
+			return err
+		}
+		if !c.refill() {
+			return nil
+		}
+	}
 }
 
 // lingerClose writes the reply that explains a close (a protocol error, a

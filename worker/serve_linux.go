@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"net"
 	"os"
 	"syscall"
@@ -12,23 +13,16 @@ import (
 // and the runtime need not hand this goroutine's P to another thread
 // meanwhile (it does that to a syscall longer than ~20µs, which a loopback
 // write often is, and on a single core that hand-off costs more than the
-// write). A full socket buffer (EAGAIN) waits in the netpoller, under the
-// write deadline.
+// write). A full socket buffer (EAGAIN) waits in the netpoller, under a
+// write deadline (goConn.writeRaw).
 type rawWriter struct {
 	rc syscall.RawConn
-	// fn is the write method value, made once so that writing allocates
-	// nothing; p is what it writes, wrote and werr its results.
-	fn    func(uintptr) bool
-	p     []byte
-	wrote int
-	werr  syscall.Errno
-	// block: the socket was full and the deadline is armed; wait.
-	block bool
-	nc    net.Conn // for the deadline
+	// fn is goConn.writeFd, made once so that writing allocates nothing.
+	fn func(uintptr) bool
 }
 
 // newRawWriter is nil where nc is not a TCP connection.
-func newRawWriter(nc net.Conn) *rawWriter {
+func newRawWriter(nc net.Conn, fn func(uintptr) bool) *rawWriter {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return nil
@@ -37,43 +31,85 @@ func newRawWriter(nc net.Conn) *rawWriter {
 	if err != nil {
 		return nil
 	}
-	w := &rawWriter{rc: rc, nc: nc}
-	w.fn = w.writeFd
-	return w
+	return &rawWriter{rc: rc, fn: fn}
 }
 
-// write writes p whole. Only when the socket is full does it set the
-// write deadline, timeout from now, and wait: a write that does not block
-// costs no timer, and the deadline counts from the moment the socket
-// filled, as under the epoll loop. The deadline is cleared once the write
-// is done, so that it never cuts short a later one.
-func (w *rawWriter) write(p []byte, timeout time.Duration) error {
-	w.p, w.wrote, w.werr, w.block = p, 0, 0, false
-	err := w.rc.Write(w.fn)
-	if err == nil && w.werr == syscall.EAGAIN {
-		if err = w.nc.SetWriteDeadline(time.Now().Add(timeout)); err == nil {
-			w.werr, w.block = 0, true
-			err = w.rc.Write(w.fn)
+// writeRaw writes wbuf, and what is left to make of a run, with raw
+// write(2) calls. When the socket is full it drops what the socket did
+// not take of the last run (conn.shed) and waits for room until
+// conn.stallDeadline: WriteTimeout after the socket filled, sooner for a
+// connection over its output limit whose socket takes nothing. Only a full
+// socket costs a timer, and the deadline is cleared once the write is
+// done, so that it never cuts short a later one. The writes are made in
+// the netpoller's callback, after it reset the socket's readiness: made
+// before, a socket that turned writable between the EAGAIN and the wait
+// would never wake it.
+func (g *goConn) writeRaw() error {
+	c := g.c
+	g.out, g.stalledAt, g.wait, g.werr = 0, time.Time{}, false, 0
+	err := g.raw.rc.Write(g.raw.fn)
+	for err == nil && g.werr == syscall.EAGAIN {
+		g.wait = true
+		if err = g.nc.SetWriteDeadline(c.stallDeadline(g.stalledAt, g.out)); err != nil {
+			break
 		}
-		if err == nil {
-			err = w.nc.SetWriteDeadline(time.Time{})
+		err = g.raw.rc.Write(g.raw.fn)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			now := time.Now()
+			if c.overOutputLimit(now, g.out) {
+				c.closedOverLimit(g.out)
+				return errOutputLimit
+			}
+			if now.Before(g.stalledAt.Add(c.s.cfg.WriteTimeout)) {
+				err = nil // the socket took some meanwhile: wait again
+			}
 		}
 	}
-	w.p = nil
-	if err != nil {
-		return err
+	if err == nil && !g.stalledAt.IsZero() {
+		err = g.nc.SetWriteDeadline(time.Time{})
 	}
-	if w.werr != 0 {
-		return os.NewSyscallError("write", w.werr)
+	if err == nil && g.werr != 0 {
+		err = os.NewSyscallError("write", g.werr)
 	}
-	return nil
+	return err
 }
 
-// writeFd is write's syscall.RawConn callback: false means "wait until the
-// socket is writable, then call again" (only once write armed the deadline).
-func (w *rawWriter) writeFd(fd uintptr) bool {
-	w.werr = writeFrom(fd, w.p, &w.wrote)
-	return w.werr != syscall.EAGAIN || !w.block
+// writeFd is writeRaw's syscall.RawConn callback: it writes wbuf, and the
+// chunks refill makes, until all is written or the socket is full; then
+// it notes when the socket last took some, drops what it can (conn.shed),
+// and asks to wait for room (false) when g.wait.
+func (g *goConn) writeFd(fd uintptr) bool {
+	c := g.c
+	for {
+		before := g.out
+		g.werr = writeFrom(fd, c.wbuf, &g.out)
+		switch g.werr {
+		case 0:
+			g.out = 0
+			if c.refill() {
+				continue
+			}
+			return true
+		case syscall.EAGAIN:
+		default:
+			return true
+		}
+		now := time.Now()
+		if g.stalledAt.IsZero() {
+			g.stalledAt, c.stalled, c.taken = now, true, now
+		} else if g.out > before {
+			c.taken = now
+		}
+		g.out = c.shed(g.out)
+		return !g.wait
+	}
+}
+
+// unsent is how many bytes the socket holds not sent yet.
+func (w *rawWriter) unsent() int {
+	n := 0
+	_ = w.rc.Control(func(fd uintptr) { n = unsentBytes(fd) })
+	return n
 }
 
 // readNow is one read of what the socket holds, without waiting (0: none).

@@ -5,14 +5,18 @@ package worker
 import (
 	"errors"
 	"net"
-	"time"
 )
 
 // rawWriter is Linux's (serve_linux.go); elsewhere replies go through
 // net.Conn.Write, and newRawWriter makes none.
 type rawWriter struct{}
 
-func newRawWriter(net.Conn) *rawWriter { return nil }
+func newRawWriter(net.Conn, func(uintptr) bool) *rawWriter { return nil }
 
-func (*rawWriter) write([]byte, time.Duration) error { return errors.ErrUnsupported }
-func (*rawWriter) readNow([]byte) int                { return 0 }
+func (*rawWriter) unsent() int        { return 0 }
+func (*rawWriter) readNow([]byte) int { return 0 }
+
+// writeRaw is never called: raw is nil.
+func (*goConn) writeRaw() error { return errors.ErrUnsupported }
+
+func (*goConn) writeFd(uintptr) bool { return true }

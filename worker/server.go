@@ -52,6 +52,8 @@ type Server struct {
 	rejecting chan struct{}
 	// bufs keeps connections' buffers for the next ones (bufcache.go).
 	bufs bufCache
+	// outLog rate-limits the log lines of the output limit (outlimit.go).
+	outLog everyLog
 
 	// loops serve the TCP connections, one per P, each a share of them
 	// (Linux, unless Config.NoEventLoop); none: a goroutine per connection.
@@ -120,6 +122,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.startLoops(runtime.GOMAXPROCS(0))
 	}
 	s.mu.Unlock()
+	if err := tuneListener(ln, s.cfg.ClientOutputLimit); err != nil {
+		s.log.Warn("cannot set the socket buffers of connections; the system's defaults stay", "error", err)
+	}
 	s.log.Info("serving ids", "addr", ln.Addr().String(), "max_conns", s.cfg.MaxConns)
 	err := s.accept(ln)
 	if s.draining.Load() {

@@ -167,6 +167,9 @@ func (f TLSFiles) load() (*tls.Config, string, error) {
 // plaintext listener; Shutdown stops both. Call it on its own goroutine
 // (an oklog/run actor of its own).
 func (s *Server) ServeTLS(ln net.Listener, cfg *tls.Config) error {
+	if err := tuneListener(ln, s.cfg.ClientOutputLimit); err != nil {
+		s.log.Warn("cannot set the socket buffers of connections; the system's defaults stay", "error", err)
+	}
 	return s.Serve(tls.NewListener(ln, cfg))
 }
 

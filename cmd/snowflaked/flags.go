@@ -108,6 +108,7 @@ func parseFlags(args []string, stdout io.Writer) (*options, error) {
 	fs.DurationVar(&w.IdleTimeout, work("IdleTimeout", "idle-timeout"), w.IdleTimeout, "close a client connection silent for this long (0 = never)")
 	fs.DurationVar(&w.ReadTimeout, work("ReadTimeout", "read-timeout"), w.ReadTimeout, "drop a connection whose request is not complete this long after it started")
 	fs.DurationVar(&w.WriteTimeout, work("WriteTimeout", "write-timeout"), w.WriteTimeout, "drop a connection that does not read its replies for this long")
+	fs.IntVar(&w.ClientOutputLimit, work("ClientOutputLimit", "client-output-limit"), w.ClientOutputLimit, "Redis's client-output-buffer-limit, in bytes: no request of a connection runs while this much of its replies waits for its socket, and one whose socket takes nothing for 2 s while more waits is closed; a client that does not read costs about this much (0 = no limit)")
 	fs.DurationVar(&w.DrainTimeout, work("DrainTimeout", "drain-timeout"), w.DrainTimeout, "at shutdown, how long in-flight requests get before connections are closed")
 	fs.IntVar(&w.HTTPMaxConns, work("HTTPMaxConns", "http-max-conns"), w.HTTPMaxConns, "most admin HTTP connections open at once; more wait in the kernel's backlog until one closes")
 	fs.IntVar(&w.HTTPMaxConnsPerAddr, work("HTTPMaxConnsPerAddr", "http-max-conns-per-addr"), w.HTTPMaxConnsPerAddr, "most admin HTTP connections open at once from one remote address; more from it are closed at once, so the probes get in")

@@ -115,7 +115,8 @@ func TestHostile(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	})
-	// Pipelines never read: dropped after the write timeout.
+	// Pipelines never read: closed by the output limit (or the write
+	// timeout).
 	run(3, 6, func(ctx context.Context, nc net.Conn) {
 		batch := []byte(strings.Repeat("NEXTIDS 4096\r\n", 200))
 		for ctx.Err() == nil {
