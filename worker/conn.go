@@ -79,9 +79,11 @@ type conn struct {
 	// other connections meanwhile.
 	noWait bool
 	retry  time.Duration
-	// waitBig: the waiting request wants more than half a millisecond's
-	// IDs (see loop.unpark).
+	// waitBig: the waiting request is heavy, more than what is left of
+	// the connection's budget of IDs (see loop.unpark).
 	waitBig bool
+	// share is the connection's budget of IDs (fairids.go).
+	share idShare
 	// form is the connection's IDFORMAT.
 	form idForm
 	// refused is set when an ID request was refused (-NOLEASE, -CLOCKBACK)

@@ -34,10 +34,8 @@ type evConn struct {
 	// its backlog is done.
 	queued      bool
 	parkedUntil time.Time
-	// small: parked for a small request, counted in Server.smallWaiting;
-	// deferred: how often in a row a big one gave way to small ones.
-	small    bool
-	deferred int
+	// small: parked for a light request, counted in idFair.lightWaiting.
+	small bool
 	// drained: it took its last read in a drain.
 	drained bool
 	// armed is what the epoll set waits for on the socket (watch).

@@ -127,13 +127,23 @@ func (c *conn) take(n int) (int64, result) {
 	var first int64
 	var err error
 	if c.noWait {
-		first, c.retry, err = g.TryNextN(n)
-		if c.retry > 0 {
-			c.waitBig = n > snowflake.MaxBatch/2
+		// The loop's side of the rule (fairids.go): a heavy request gives
+		// way while light ones wait, parked (loop.park) meanwhile.
+		ms := g.LastMs()
+		if c.share.yield(&c.s.fair, ms, n) {
+			c.retry, c.waitBig = bigDefer, true
 			return 0, resWait
 		}
+		first, c.retry, err = g.TryNextN(n)
+		if c.retry > 0 {
+			c.waitBig = !c.share.light(&c.s.fair, ms, n)
+			return 0, resWait
+		}
+		if err == nil {
+			c.share.took(n)
+		}
 	} else {
-		first, err = g.NextN(n)
+		first, err = c.s.fair.nextWaiting(&c.share, g, n)
 	}
 	if err != nil {
 		return 0, c.idError(err)

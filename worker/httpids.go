@@ -134,7 +134,9 @@ func (s *Server) serveIDs(w http.ResponseWriter, r *http.Request, many bool) res
 	if s.Draining() || !s.lease.Ready() || g == nil {
 		return unavailable(w, "this worker holds no ready lease (state "+s.lease.Readiness().State+"); try another worker", resNoLease)
 	}
-	first, err := g.NextN(n)
+	// The RESP connections' rule (fairids.go): a heavy request gives way
+	// while light ones wait, here as on the loops.
+	first, err := s.fair.nextWaiting(&s.idsConnOf(r).share, g, n)
 	if err != nil {
 		if errors.Is(err, snowflake.ErrClockRollback) {
 			return unavailable(w, err.Error()+"; try another worker", resClockBack)

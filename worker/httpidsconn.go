@@ -24,6 +24,9 @@ type idsConn struct {
 	// authed: the connection sent a password in force.
 	authed atomic.Bool
 	wrong  atomic.Int32
+	// share is its budget of IDs (fairids.go); one request at a time
+	// (HTTP/1.1) uses it.
+	share idShare
 }
 
 // preAuth reports whether c is held to the short timeout: passwords are in

@@ -48,10 +48,11 @@ type loop struct {
 	n      int       // connections in conns
 	events [128]syscall.EpollEvent
 	// runq holds the connections with complete requests left after their
-	// slice, in turn (spare is the other buffer); parked, those whose ID
-	// request waits for the generator's next millisecond, until parkedUntil.
-	runq, spare []*evConn
-	parked      []*evConn
+	// slice, in turn, from runq[head]; parked, those whose ID request waits
+	// for the generator's next millisecond, until parkedUntil.
+	runq   []*evConn
+	head   int
+	parked []*evConn
 	// noPwait2: epoll_pwait2 is missing (Linux before 5.11); a parked wait
 	// then rounds up to whole milliseconds.
 	noPwait2 bool
@@ -209,15 +210,25 @@ func (l *loop) run() {
 	}
 }
 
+// roundSlices is how many queued slices a round runs at most before the
+// loop looks at its sockets again. A connection that was idle and sent a
+// request (a client of single NEXTIDs) is served in the next round, ahead
+// of the backlogs: it waits for at most this many slices, not for every
+// backlogged connection's (256 pipeliners of NEXTID, a write each, made a
+// round of over 5 ms). The price is an epoll_wait of nothing per this many
+// slices, under a backlog only.
+const roundSlices = 16
+
 // poll is the RawConn callback: one round. It takes the ready sockets
 // (without waiting while connections are queued; until the first parked
 // one is due while some are parked), gives each a read and a slice, then
-// gives every connection queued before this round one more slice. False
-// parks the loop in the netpoller until the epoll set has something ready:
-// only when no connection has work left.
+// gives the connections queued longest, at most roundSlices of them, one
+// more slice. False parks the loop in the netpoller until the epoll set
+// has something ready: only when no connection has work left.
 func (l *loop) poll(fd uintptr) bool {
 	var wait time.Duration
-	if len(l.runq) == 0 && len(l.parked) > 0 {
+	backlog := l.head < len(l.runq)
+	if !backlog && len(l.parked) > 0 {
 		wait = max(time.Until(l.firstDue()), 0)
 	}
 	n, errno := l.epollWait(fd, wait)
@@ -227,12 +238,10 @@ func (l *loop) poll(fd uintptr) bool {
 		}
 		n = 0
 	}
-	if n == 0 && len(l.runq) == 0 && len(l.parked) == 0 {
+	if n == 0 && !backlog && len(l.parked) == 0 {
 		return false
 	}
 	l.now = time.Now()
-	q := l.runq
-	l.runq = l.spare[:0]
 	for i := range l.events[:n] {
 		ev := &l.events[i]
 		if int(ev.Fd) == l.wakeR {
@@ -264,8 +273,13 @@ func (l *loop) poll(fd uintptr) bool {
 		}
 	}
 	l.unpark()
-	for i, e := range q {
-		q[i] = nil
+	for range roundSlices {
+		if l.head == len(l.runq) {
+			break
+		}
+		e := l.runq[l.head]
+		l.runq[l.head] = nil
+		l.head++
 		e.queued = false
 		if e.fd < 0 || l.conns[e.fd] != e {
 			continue // closed meanwhile
@@ -274,7 +288,14 @@ func (l *loop) poll(fd uintptr) bool {
 			l.finish(e)
 		}
 	}
-	l.spare = q[:0]
+	switch {
+	case l.head == len(l.runq):
+		l.runq, l.head = l.runq[:0], 0
+	case l.head > len(l.runq)/2:
+		n := copy(l.runq, l.runq[l.head:])
+		clear(l.runq[n:])
+		l.runq, l.head = l.runq[:n], 0
+	}
 	return true
 }
 
@@ -322,23 +343,20 @@ func (l *loop) firstDue() time.Time {
 func (l *loop) park(e *evConn, d time.Duration) {
 	e.parkedUntil = l.now.Add(d)
 	if e.small = !e.c.waitBig; e.small {
-		l.s.smallWaiting.Add(1)
+		l.s.fair.lightWaiting.Add(1)
 	}
 	l.parked = append(l.parked, e)
 }
 
-// maxDefer bounds how many times in a row a big request gives way to
-// small ones (a millisecond or so each time), so a batching client is
-// slowed under contention, never starved.
-const maxDefer = 8
-
 // unpark queues the parked connections that are due, for this round, the
-// small requests first. A big request (more than half a millisecond's
-// IDs, NEXTIDS 4096 takes a whole one) that finds small ones waiting, on
-// any loop, waits a little longer: it would take the fresh millisecond
-// they all wait for, and a client that pipelines NEXTIDS 4096 by the
-// hundred would hold everyone else's NEXTID for as many milliseconds as
-// there are such clients.
+// light requests first (fairids.go). A heavy request (more than what is
+// left of its connection's budget of IDs) that finds light ones waiting,
+// on any loop, goroutine or HTTP connection, waits a little longer: it
+// would take the fresh millisecond they all wait for, and clients that
+// pipeline NEXTRANGE 2048 by the hundred would hold everyone else's
+// NEXTID for half as many milliseconds as there are such clients. It is
+// not queued to find that out (idShare.yield would say the same): with
+// hundreds parked, that was a slice each per deferral.
 func (l *loop) unpark() {
 	kept := l.parked[:0]
 	for _, e := range l.parked {
@@ -348,7 +366,7 @@ func (l *loop) unpark() {
 			kept = append(kept, e)
 		default:
 			e.parkedUntil, e.small = time.Time{}, false
-			l.s.smallWaiting.Add(-1)
+			l.s.fair.lightWaiting.Add(-1)
 			l.queue(e)
 		}
 	}
@@ -359,21 +377,18 @@ func (l *loop) unpark() {
 		switch {
 		case e.small || l.now.Before(e.parkedUntil):
 			kept = append(kept, e)
-		case e.deferred < maxDefer && l.s.smallWaiting.Load() > 0:
-			e.deferred++
+		case e.c.share.deferred < maxDefer && l.s.fair.lightWaiting.Load() > 0:
+			e.c.share.deferred++
 			e.parkedUntil = l.now.Add(bigDefer)
 			kept = append(kept, e)
 		default:
-			e.parkedUntil, e.deferred = time.Time{}, 0
+			e.parkedUntil = time.Time{}
 			l.queue(e)
 		}
 	}
 	clear(l.parked[len(kept):])
 	l.parked = kept
 }
-
-// bigDefer is how long a big request gives way before it looks again.
-const bigDefer = 100 * time.Microsecond
 
 // queue gives e another slice in the next round.
 func (l *loop) queue(e *evConn) {
@@ -453,7 +468,7 @@ func (l *loop) finish(e *evConn) {
 func (l *loop) close(e *evConn) {
 	if e.small {
 		e.small = false
-		l.s.smallWaiting.Add(-1)
+		l.s.fair.lightWaiting.Add(-1)
 	}
 	fd := e.fd
 	if fd < len(l.conns) && l.conns[fd] == e {

@@ -44,9 +44,9 @@ type Server struct {
 	// killed: the drain timed out (or the listener broke) and every
 	// connection is being closed, replies written or not.
 	killed atomic.Bool
-	// smallWaiting counts the connections parked, on any loop, for an ID
-	// request of at most half a millisecond's IDs (see loop.unpark).
-	smallWaiting atomic.Int64
+	// fair is fairness counted in IDs (fairids.go): who asks for the
+	// generator's IDs, and which light requests wait for them.
+	fair idFair
 	// rejecting bounds the connections refused at MaxConns that linger at
 	// once (see reject).
 	rejecting chan struct{}

@@ -1,0 +1,130 @@
+package worker
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/snowfleet/snowfleet/snowflake"
+)
+
+// Fairness counted in IDs (issue 38). The generator makes MaxBatch IDs per
+// millisecond; a request costs the IDs it takes (NEXTID 1, NEXTIDS n and
+// NEXTRANGE n: n, whatever the size of the reply; GET /ids?count=n: n).
+// Each requester (a RESP connection, an IDs-over-HTTP connection) has a
+// budget per generator millisecond: MaxBatch shared among the requesters
+// that asked for IDs in this millisecond or the one before. A request that
+// fits what is left of its requester's budget is light; one that does not
+// is heavy, and gives way while light requests wait for the generator, on
+// any loop, goroutine or HTTP connection (at most maxDefer times in a row,
+// so it is slowed, never starved). Alone, a requester's budget is the whole
+// millisecond: nobody is held back when nobody else asks.
+//
+// Counting requests alone let 256 connections pipelining NEXTRANGE 2048
+// (half a millisecond each, a short reply) hold a client of single NEXTIDs
+// at 248 ms: each took its turn in the fresh millisecond before it.
+
+// maxDefer bounds how many times in a row a heavy request gives way to
+// light ones (bigDefer, or a millisecond, each time), so a batching client
+// is slowed under contention, never starved.
+const maxDefer = 8
+
+// bigDefer is how long a heavy request gives way before it looks again.
+const bigDefer = 100 * time.Microsecond
+
+// idFair is the server's side of the rule: who asks for IDs, and who waits.
+type idFair struct {
+	// lightWaiting counts the light requests waiting for the generator's
+	// next millisecond, on every loop, goroutine and HTTP connection.
+	lightWaiting atomic.Int64
+	// ms is the generator millisecond cur counts the requesters of; prev
+	// counted the one before.
+	ms        atomic.Int64
+	cur, prev atomic.Int64
+}
+
+// enter counts a requester asking for IDs in generator millisecond ms for
+// the first time. Two requesters entering a new millisecond at once may
+// lose a count: the budget is a share, not an account.
+func (f *idFair) enter(ms int64) {
+	if old := f.ms.Load(); old != ms && f.ms.CompareAndSwap(old, ms) {
+		f.prev.Store(f.cur.Swap(0))
+	}
+	f.cur.Add(1)
+}
+
+// budget is a requester's share of a millisecond's IDs now.
+func (f *idFair) budget() int {
+	return snowflake.MaxBatch / int(max(f.cur.Load(), f.prev.Load(), 1))
+}
+
+// idShare is one requester's side: the IDs it took in the generator's
+// current millisecond, and how often in a row it gave way.
+type idShare struct {
+	ms       int64
+	used     int
+	deferred int
+}
+
+// light says whether n more IDs fit the requester's budget in the
+// generator's millisecond ms, counting the requester in it the first time.
+func (sh *idShare) light(f *idFair, ms int64, n int) bool {
+	if sh.ms != ms {
+		sh.ms, sh.used = ms, 0
+		f.enter(ms)
+	}
+	return sh.used+n <= f.budget()
+}
+
+// yield says whether a request of n IDs gives way now: it is heavy, light
+// ones wait, and it has not given way maxDefer times in a row already.
+// After maxDefer it tries once (and may give way again after that try):
+// counting to maxDefer only until IDs are taken would let 64 heavy
+// connections, each taking a millisecond in 64, stop giving way for good.
+func (sh *idShare) yield(f *idFair, ms int64, n int) bool {
+	if sh.light(f, ms, n) || f.lightWaiting.Load() == 0 {
+		return false
+	}
+	if sh.deferred >= maxDefer {
+		sh.deferred = 0
+		return false
+	}
+	sh.deferred++
+	return true
+}
+
+// took records n IDs taken.
+func (sh *idShare) took(n int) { sh.used += n }
+
+// nextWaiting takes n IDs for a requester that may block (a goroutine per
+// connection, IDs over HTTP) under the rule: a heavy request sleeps while
+// light ones wait, and a light one that must wait for the next millisecond
+// is counted as waiting meanwhile, so that heavy ones everywhere give way.
+func (f *idFair) nextWaiting(sh *idShare, g *snowflake.Generator, n int) (int64, error) {
+	for {
+		if sh.yield(f, g.LastMs(), n) {
+			time.Sleep(bigDefer)
+			continue
+		}
+		first, retry, err := g.TryNextN(n)
+		if err != nil {
+			return 0, err
+		}
+		if retry == 0 {
+			sh.took(n)
+			return first, nil
+		}
+		if !sh.light(f, g.LastMs(), n) {
+			time.Sleep(retry)
+			continue
+		}
+		// NextN waits for the millisecond precisely (one sleeper, the
+		// others on its gate); the count makes heavy requests give way.
+		f.lightWaiting.Add(1)
+		first, err = g.NextN(n)
+		f.lightWaiting.Add(-1)
+		if err == nil {
+			sh.took(n)
+		}
+		return first, err
+	}
+}
