@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,6 +41,9 @@ type idFair struct {
 	// counted the one before.
 	ms        atomic.Int64
 	cur, prev atomic.Int64
+	// heavy lets one heavy request of a blocking requester at a time at
+	// the generator (nextWaiting).
+	heavy sync.Mutex
 }
 
 // enter counts a requester asking for IDs in generator millisecond ms for
@@ -96,35 +100,45 @@ func (sh *idShare) yield(f *idFair, ms int64, n int) bool {
 func (sh *idShare) took(n int) { sh.used += n }
 
 // nextWaiting takes n IDs for a requester that may block (a goroutine per
-// connection, IDs over HTTP) under the rule: a heavy request sleeps while
-// light ones wait, and a light one that must wait for the next millisecond
-// is counted as waiting meanwhile, so that heavy ones everywhere give way.
+// connection, IDs over HTTP) under the rule. A light request that must
+// wait for the next millisecond is counted as waiting meanwhile, so that
+// heavy ones everywhere give way. Heavy requests go one at a time (heavy):
+// each would take most of a millisecond, so nothing is lost, and the
+// others wait on the lock instead of waking, hundreds of goroutines each
+// millisecond, to find the millisecond taken; the one in front gives way
+// (bigDefer at a time) while light requests wait, and waits for the next
+// millisecond on a timer, not in NextN, whose sleeper keeps its P (one of
+// two on this machine, which the epoll loops need).
 func (f *idFair) nextWaiting(sh *idShare, g *snowflake.Generator, n int) (int64, error) {
-	for {
-		if sh.yield(f, g.LastMs(), n) {
-			time.Sleep(bigDefer)
-			continue
+	if !sh.light(f, g.LastMs(), n) {
+		f.heavy.Lock()
+		defer f.heavy.Unlock()
+		for {
+			if sh.yield(f, g.LastMs(), n) {
+				time.Sleep(bigDefer)
+				continue
+			}
+			first, retry, err := g.TryNextN(n)
+			if retry > 0 {
+				time.Sleep(retry)
+				continue
+			}
+			if err == nil {
+				sh.took(n)
+			}
+			return first, err
 		}
-		first, retry, err := g.TryNextN(n)
-		if err != nil {
-			return 0, err
-		}
-		if retry == 0 {
-			sh.took(n)
-			return first, nil
-		}
-		if !sh.light(f, g.LastMs(), n) {
-			time.Sleep(retry)
-			continue
-		}
+	}
+	first, retry, err := g.TryNextN(n)
+	if retry > 0 {
 		// NextN waits for the millisecond precisely (one sleeper, the
-		// others on its gate); the count makes heavy requests give way.
+		// others on its gate).
 		f.lightWaiting.Add(1)
 		first, err = g.NextN(n)
 		f.lightWaiting.Add(-1)
-		if err == nil {
-			sh.took(n)
-		}
-		return first, err
 	}
+	if err == nil {
+		sh.took(n)
+	}
+	return first, err
 }

@@ -205,6 +205,22 @@ func fairMixHogs(t *testing.T) {
 	wg.Wait()
 }
 
+// drainSlowly reads nc until it fails, in reads of up to 256 KiB at most
+// 200 a second: all the worker sends (50 MB/s a hog at least, the
+// generator makes 90 MB/s of NEXTIDS 4096 replies for them all), at a
+// cost to this process's CPU of hundreds of wake-ups a second instead of
+// one per write of the worker's (hundreds of thousands under NEXTID
+// pipeliners, as much CPU as the worker's own).
+func drainSlowly(nc net.Conn) {
+	buf := make([]byte, 256<<10)
+	for {
+		if _, err := nc.Read(buf); err != nil {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // pipelineHog writes req over and over in 4 KiB writes, reading the
 // replies in a goroutine of its own (unless !read), and reconnects when
 // the worker closes it.
@@ -217,7 +233,7 @@ func pipelineHog(ctx context.Context, addr, req string, read bool) {
 			continue
 		}
 		if read {
-			go func() { _, _ = io.Copy(io.Discard, nc) }()
+			go drainSlowly(nc)
 		}
 		for {
 			if _, err := nc.Write(batch); err != nil {

@@ -53,6 +53,9 @@ type loop struct {
 	runq   []*evConn
 	head   int
 	parked []*evConn
+	// lightq holds the connections whose light request (fairids.go) is
+	// due: they run before the run queue.
+	lightq []*evConn
 	// noPwait2: epoll_pwait2 is missing (Linux before 5.11); a parked wait
 	// then rounds up to whole milliseconds.
 	noPwait2 bool
@@ -273,6 +276,21 @@ func (l *loop) poll(fd uintptr) bool {
 		}
 	}
 	l.unpark()
+	for i, e := range l.lightq {
+		l.lightq[i] = nil
+		e.queued = false
+		if e.fd < 0 || l.conns[e.fd] != e {
+			continue // closed meanwhile (close counted it out)
+		}
+		// Counted out once it has tried; parked again, it is counted anew.
+		e.small = false
+		ok := e.step()
+		l.s.fair.lightWaiting.Add(-1)
+		if !ok {
+			l.finish(e)
+		}
+	}
+	l.lightq = l.lightq[:0]
 	for range roundSlices {
 		if l.head == len(l.runq) {
 			break
@@ -349,7 +367,7 @@ func (l *loop) park(e *evConn, d time.Duration) {
 }
 
 // unpark queues the parked connections that are due, for this round, the
-// light requests first (fairids.go). A heavy request (more than what is
+// light requests first (fairids.go), ahead of the run queue. A heavy request (more than what is
 // left of its connection's budget of IDs) that finds light ones waiting,
 // on any loop, goroutine or HTTP connection, waits a little longer: it
 // would take the fresh millisecond they all wait for, and clients that
@@ -365,9 +383,11 @@ func (l *loop) unpark() {
 		case l.now.Before(e.parkedUntil) || !e.small:
 			kept = append(kept, e)
 		default:
-			e.parkedUntil, e.small = time.Time{}, false
-			l.s.fair.lightWaiting.Add(-1)
-			l.queue(e)
+			// Still counted in lightWaiting until it has tried: a heavy
+			// request on the other loop, due at the same instant, gives
+			// way until then.
+			e.parkedUntil, e.queued = time.Time{}, true
+			l.lightq = append(l.lightq, e)
 		}
 	}
 	clear(l.parked[len(kept):])
