@@ -1,9 +1,12 @@
 package worker
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/snowfleet/snowfleet/snowflake"
 )
@@ -44,6 +47,30 @@ type idFair struct {
 	// heavy lets one heavy request of a blocking requester at a time at
 	// the generator (nextWaiting).
 	heavy sync.Mutex
+	// deferrals counts heavy requests giving way (yield, loop.unpark).
+	deferrals prometheus.Counter
+}
+
+// register makes the rule's metrics: how often heavy requests gave way,
+// and a requester's budget now. Without a registry they count unseen.
+func (f *idFair) register(reg prometheus.Registerer) error {
+	f.deferrals = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "snowflake_worker_fair_deferrals_total",
+		Help: "Times a request for more IDs than its connection's budget gave way to requests within theirs waiting for the generator.",
+	})
+	budget := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "snowflake_worker_fair_budget_ids",
+		Help: "A connection's budget of IDs per generator millisecond now: 4096 shared among the connections that asked for IDs in this millisecond or the one before.",
+	}, func() float64 { return float64(f.budget()) })
+	if reg == nil {
+		return nil
+	}
+	for _, c := range []prometheus.Collector{f.deferrals, budget} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("register fairness metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // enter counts a requester asking for IDs in generator millisecond ms for
@@ -93,6 +120,7 @@ func (sh *idShare) yield(f *idFair, ms int64, n int) bool {
 		return false
 	}
 	sh.deferred++
+	f.deferrals.Inc()
 	return true
 }
 

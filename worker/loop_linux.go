@@ -399,6 +399,7 @@ func (l *loop) unpark() {
 			kept = append(kept, e)
 		case e.c.share.deferred < maxDefer && l.s.fair.lightWaiting.Load() > 0:
 			e.c.share.deferred++
+			l.s.fair.deferrals.Inc()
 			e.parkedUntil = l.now.Add(bigDefer)
 			kept = append(kept, e)
 		default:

@@ -99,6 +99,9 @@ func New(cfg Config, lease IDSource, log hclog.Logger, reg prometheus.Registerer
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
 	}
+	if err := s.fair.register(reg); err != nil {
+		return nil, fmt.Errorf("new worker: %w", err)
+	}
 	tlsFailures, err := newTLSFailures(reg)
 	if err != nil {
 		return nil, fmt.Errorf("new worker: %w", err)
