@@ -82,8 +82,10 @@ type conn struct {
 	// waitBig: the waiting request is heavy, more than what is left of
 	// the connection's budget of IDs (see loop.unpark).
 	waitBig bool
-	// share is the connection's budget of IDs (fairids.go).
-	share idShare
+	// share is the connection's budget of IDs (fairids.go); yielded: the
+	// waiting request gives way to light ones, the generator has IDs.
+	share   idShare
+	yielded bool
 	// form is the connection's IDFORMAT.
 	form idForm
 	// refused is set when an ID request was refused (-NOLEASE, -CLOCKBACK)

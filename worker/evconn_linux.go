@@ -34,8 +34,9 @@ type evConn struct {
 	// its backlog is done.
 	queued      bool
 	parkedUntil time.Time
-	// small: parked for a light request, counted in idFair.lightWaiting.
-	small bool
+	// small: parked for a light request, counted in idFair.lightWaiting;
+	// heavyDue: queued by unpark for a heavy one (see loop.fullUntil).
+	small, heavyDue bool
 	// drained: it took its last read in a drain.
 	drained bool
 	// armed is what the epoll set waits for on the socket (watch).

@@ -131,9 +131,10 @@ func (c *conn) take(n int) (int64, result) {
 		// way while light ones wait, parked (loop.park) meanwhile.
 		ms := g.LastMs()
 		if c.share.yield(&c.s.fair, ms, n) {
-			c.retry, c.waitBig = bigDefer, true
+			c.retry, c.waitBig, c.yielded = bigDefer, true, true
 			return 0, resWait
 		}
+		c.yielded = false
 		first, c.retry, err = g.TryNextN(n)
 		if c.retry > 0 {
 			c.waitBig = !c.share.light(&c.s.fair, ms, n)
