@@ -141,7 +141,7 @@ func (c *conn) take(n int) (int64, result) {
 			return 0, resWait
 		}
 		if err == nil {
-			c.share.took(n)
+			c.share.took(&c.s.fair, n)
 		}
 	} else {
 		first, err = c.s.fair.nextWaiting(&c.share, g, n)

@@ -19,18 +19,24 @@ import (
 // that asked for IDs in this millisecond or the one before. A request that
 // fits what is left of its requester's budget is light; one that does not
 // is heavy, and gives way while light requests wait for the generator, on
-// any loop, goroutine or HTTP connection (at most maxDefer times in a row,
-// so it is slowed, never starved). Alone, a requester's budget is the whole
+// any loop, goroutine or HTTP connection, unless no heavy request has taken
+// IDs for heavyWaitMs of the generator's milliseconds: heavy ones are
+// slowed, never starved. Alone, a requester's budget is the whole
 // millisecond: nobody is held back when nobody else asks.
 //
 // Counting requests alone let 256 connections pipelining NEXTRANGE 2048
 // (half a millisecond each, a short reply) hold a client of single NEXTIDs
 // at 248 ms: each took its turn in the fresh millisecond before it.
 
-// maxDefer bounds how many times in a row a heavy request gives way to
-// light ones (bigDefer, or a millisecond, each time), so a batching client
-// is slowed under contention, never starved.
-const maxDefer = 8
+// heavyWaitMs bounds how long, in the generator's milliseconds, heavy
+// requests give way to light ones in a row, server-wide: after that the
+// next heavy one tries, so a batching client is slowed under contention,
+// never starved. The bound is the server's, not each request's: counted
+// per request (8 times in a row, then one try), hundreds of heavy
+// connections out of step had one at its try whenever a millisecond
+// began, and it took the millisecond from a light request about to take
+// an ID of it on the other loop half the time (NEXTID p99 9-14 ms).
+const heavyWaitMs = 8
 
 // bigDefer is how long a heavy request gives way before it looks again.
 const bigDefer = 100 * time.Microsecond
@@ -44,6 +50,9 @@ type idFair struct {
 	// counted the one before.
 	ms        atomic.Int64
 	cur, prev atomic.Int64
+	// heavyMs is the generator millisecond a heavy request last took IDs
+	// in (giveWay).
+	heavyMs atomic.Int64
 	// heavy lets one heavy request of a blocking requester at a time at
 	// the generator (nextWaiting).
 	heavy sync.Mutex
@@ -88,12 +97,18 @@ func (f *idFair) budget() int {
 	return snowflake.MaxBatch / int(max(f.cur.Load(), f.prev.Load(), 1))
 }
 
+// giveWay says whether a heavy request gives way in the generator's
+// millisecond ms: light ones wait, and a heavy one took IDs within
+// heavyWaitMs.
+func (f *idFair) giveWay(ms int64) bool {
+	return f.lightWaiting.Load() > 0 && ms-f.heavyMs.Load() < heavyWaitMs
+}
+
 // idShare is one requester's side: the IDs it took in the generator's
-// current millisecond, and how often in a row it gave way.
+// current millisecond.
 type idShare struct {
-	ms       int64
-	used     int
-	deferred int
+	ms   int64
+	used int
 }
 
 // light says whether n more IDs fit the requester's budget in the
@@ -106,26 +121,24 @@ func (sh *idShare) light(f *idFair, ms int64, n int) bool {
 	return sh.used+n <= f.budget()
 }
 
-// yield says whether a request of n IDs gives way now: it is heavy, light
-// ones wait, and it has not given way maxDefer times in a row already.
-// After maxDefer it tries once (and may give way again after that try):
-// counting to maxDefer only until IDs are taken would let 64 heavy
-// connections, each taking a millisecond in 64, stop giving way for good.
+// yield says whether a request of n IDs gives way now: it is heavy and
+// giveWay says so.
 func (sh *idShare) yield(f *idFair, ms int64, n int) bool {
-	if sh.light(f, ms, n) || f.lightWaiting.Load() == 0 {
+	if sh.light(f, ms, n) || !f.giveWay(ms) {
 		return false
 	}
-	if sh.deferred >= maxDefer {
-		sh.deferred = 0
-		return false
-	}
-	sh.deferred++
 	f.deferrals.Inc()
 	return true
 }
 
-// took records n IDs taken.
-func (sh *idShare) took(n int) { sh.used += n }
+// took records n IDs taken (after light or yield, in the same
+// millisecond), and when they were a heavy request's.
+func (sh *idShare) took(f *idFair, n int) {
+	if sh.used+n > f.budget() {
+		f.heavyMs.Store(sh.ms)
+	}
+	sh.used += n
+}
 
 // nextWaiting takes n IDs for a requester that may block (a goroutine per
 // connection, IDs over HTTP) under the rule. A light request that must
@@ -152,7 +165,7 @@ func (f *idFair) nextWaiting(sh *idShare, g *snowflake.Generator, n int) (int64,
 				continue
 			}
 			if err == nil {
-				sh.took(n)
+				sh.took(f, n)
 			}
 			return first, err
 		}
@@ -166,7 +179,7 @@ func (f *idFair) nextWaiting(sh *idShare, g *snowflake.Generator, n int) (int64,
 		f.lightWaiting.Add(-1)
 	}
 	if err == nil {
-		sh.took(n)
+		sh.took(f, n)
 	}
 	return first, err
 }

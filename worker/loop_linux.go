@@ -230,7 +230,8 @@ const roundSlices = 16
 
 // poll is the RawConn callback: one round. It takes the ready sockets
 // (without waiting while connections are queued; until the first parked
-// one is due while some are parked), gives each a read and a slice, then
+// one is due while some are parked), runs the light requests that are due
+// (unpark), gives each ready socket a read and a slice, then
 // gives the connections queued longest, at most roundSlices of them, one
 // more slice. False parks the loop in the netpoller until the epoll set
 // has something ready: only when no connection has work left.
@@ -251,6 +252,24 @@ func (l *loop) poll(fd uintptr) bool {
 		return false
 	}
 	l.now = time.Now()
+	// The light requests due first: a heavy request on this loop, read in
+	// this round, would take the millisecond they waited for.
+	l.unpark()
+	for i, e := range l.lightq {
+		l.lightq[i] = nil
+		e.queued = false
+		if e.fd < 0 || l.conns[e.fd] != e {
+			continue // closed meanwhile (close counted it out)
+		}
+		// Counted out once it has tried; parked again, it is counted anew.
+		e.small = false
+		ok := e.step()
+		l.s.fair.lightWaiting.Add(-1)
+		if !ok {
+			l.finish(e)
+		}
+	}
+	l.lightq = l.lightq[:0]
 	for i := range l.events[:n] {
 		ev := &l.events[i]
 		if int(ev.Fd) == l.wakeR {
@@ -281,22 +300,6 @@ func (l *loop) poll(fd uintptr) bool {
 			l.finish(e)
 		}
 	}
-	l.unpark()
-	for i, e := range l.lightq {
-		l.lightq[i] = nil
-		e.queued = false
-		if e.fd < 0 || l.conns[e.fd] != e {
-			continue // closed meanwhile (close counted it out)
-		}
-		// Counted out once it has tried; parked again, it is counted anew.
-		e.small = false
-		ok := e.step()
-		l.s.fair.lightWaiting.Add(-1)
-		if !ok {
-			l.finish(e)
-		}
-	}
-	l.lightq = l.lightq[:0]
 	for range roundSlices {
 		if l.head == len(l.runq) {
 			break
@@ -410,12 +413,12 @@ func (l *loop) unpark() {
 	clear(l.parked[len(kept):])
 	l.parked = kept
 	kept = l.parked[:0]
+	g := l.s.lease.Generator()
 	for _, e := range l.parked {
 		switch {
 		case e.small || l.now.Before(e.parkedUntil):
 			kept = append(kept, e)
-		case e.c.share.deferred < maxDefer && l.s.fair.lightWaiting.Load() > 0:
-			e.c.share.deferred++
+		case g != nil && l.s.fair.giveWay(g.LastMs()):
 			l.s.fair.deferrals.Inc()
 			e.parkedUntil = l.now.Add(bigDefer)
 			kept = append(kept, e)
