@@ -37,6 +37,9 @@ type evConn struct {
 	// small: parked for a light request, counted in idFair.lightWaiting;
 	// heavyDue: queued by unpark for a heavy one (see loop.fullUntil).
 	small, heavyDue bool
+	// hot: it had a backlog (queued or parked) since its socket last had
+	// nothing to read; readNext: queued to read in its turn (step).
+	hot, readNext bool
 	// drained: it took its last read in a drain.
 	drained bool
 	// armed is what the epoll set waits for on the socket (watch).
@@ -127,15 +130,47 @@ func (e *evConn) step() bool {
 	case c.stalled:
 		// onWritable steps again once the socket took the replies.
 	case end == sliceMore:
+		e.hot = true
 		e.l.queue(e)
 		return e.watch(0)
 	case end == sliceWait:
+		e.hot = true
 		e.l.park(e, c.retry)
+		return e.watch(0)
+	case e.hot && !c.s.draining.Load():
+		// A pipeliner that has used up what it sent reads again in its
+		// turn in the run queue, not through the epoll set: 256 of them
+		// became readable together, and the client of one request that
+		// arrived among them waited for all their reads and slices.
+		if !c.prepareRead() {
+			e.lingerNext = e.flush()
+			return false
+		}
+		e.readNext = true
+		e.l.queue(e)
 		return e.watch(0)
 	default:
 		return e.idle()
 	}
 	return true
+}
+
+// readAgain is a hot connection's read in its turn: what the client sent
+// meanwhile, or, with nothing there, back to the epoll set as an idle
+// connection. False: finish the connection.
+func (e *evConn) readAgain() bool {
+	e.readNext = false
+	c := e.c
+	n, errno := readInto(e.fd, c.rbuf[c.w:])
+	switch {
+	case errno == syscall.EAGAIN:
+		e.hot = false
+		return e.idle()
+	case n == 0:
+		return false // EOF or a broken connection
+	}
+	c.received(n, e.l.now)
+	return e.step()
 }
 
 // idle is a connection with no complete request left: it makes room for

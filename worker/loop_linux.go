@@ -319,7 +319,13 @@ func (l *loop) poll(fd uintptr) bool {
 				continue
 			}
 		}
-		if !e.step() {
+		var ok bool
+		if e.readNext {
+			ok = e.readAgain()
+		} else {
+			ok = e.step()
+		}
+		if !ok {
 			l.finish(e)
 		}
 	}
