@@ -45,9 +45,13 @@ func TestFairnessMix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes and loads the machine for a minute")
 	}
-	measure := time.Second
+	// make hostile measures each mix once, for 3 s. make test, whose
+	// packages share two cores under the race detector, looks for an
+	// unfair worker only (before the rule, requests of 230 ms and more):
+	// up to three tries of 2 s, as TestFairness.
+	measure, tries := 2*time.Second, 3
 	if os.Getenv("SNOWFLEET_STRICT_LATENCY") == "1" {
-		measure = 3 * time.Second
+		measure, tries = 3*time.Second, 1
 	}
 	for _, mode := range []string{"loop", "goroutines"} {
 		t.Run(mode, func(t *testing.T) {
@@ -59,10 +63,23 @@ func TestFairnessMix(t *testing.T) {
 						stop := startFairMixHogs(t, srv, k.name, n)
 						defer stop()
 						time.Sleep(300 * time.Millisecond) // the pipelines are in
-						rtts := nextIDRTTs(t, srv.resp, measure)
-						p50, p99, worst := rtts[len(rtts)/2], rtts[len(rtts)*99/100], rtts[len(rtts)-1]
-						t.Logf("%d hogs %s: NEXTID p50 %v p99 %v max %v (%d requests)", n, k.name, p50, p99, worst, len(rtts))
-						if bound := fairMixBound(mode, k.name); p99 > bound {
+						bound := fairMixBound(mode, k.name)
+						var p99 time.Duration
+						for range tries {
+							rtts := nextIDRTTs(t, srv.resp, measure)
+							if len(rtts) < 20 {
+								t.Logf("%d hogs %s: %d NEXTIDs in %v", n, k.name, len(rtts), measure)
+								p99 = measure
+								continue
+							}
+							p99 = rtts[len(rtts)*99/100]
+							t.Logf("%d hogs %s: NEXTID p50 %v p99 %v max %v (%d requests)",
+								n, k.name, rtts[len(rtts)/2], p99, rtts[len(rtts)-1], len(rtts))
+							if p99 <= bound {
+								break
+							}
+						}
+						if p99 > bound {
 							t.Errorf("NEXTID p99 %v under %d %s hogs, want under %v", p99, n, k.name, bound)
 						}
 					})
@@ -133,7 +150,8 @@ func startFairMixHogs(t *testing.T, srv fairMixAddrs, kind string, n int) (stop 
 }
 
 // nextIDRTTs issues single NEXTIDs on one connection for d, one at a
-// time a millisecond apart, and returns their round trips, sorted.
+// time a millisecond apart, and returns their round trips, sorted; a
+// NEXTID unanswered for 10 s ends the test.
 func nextIDRTTs(t *testing.T, addr string, d time.Duration) []time.Duration {
 	t.Helper()
 	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
@@ -155,9 +173,6 @@ func nextIDRTTs(t *testing.T, addr string, d time.Duration) []time.Duration {
 		}
 		rtts = append(rtts, time.Since(start))
 		time.Sleep(time.Millisecond)
-	}
-	if len(rtts) < 20 {
-		t.Fatalf("%d NEXTIDs in %v", len(rtts), d)
 	}
 	slices.Sort(rtts)
 	return rtts
