@@ -59,8 +59,8 @@ type loop struct {
 	// fullUntil: a request of this loop found the generator's millisecond
 	// used up, until then. The heavy requests due meanwhile are parked
 	// again untried: with hundreds of NEXTRANGE 2048 pipeliners, two take
-	// a millisecond and the rest, each a slice parsed and refused, cost
-	// the loop a sixth of its time.
+	// a millisecond, and the rest were each a slice parsed and refused,
+	// every millisecond.
 	fullUntil time.Time
 	// noPwait2: epoll_pwait2 is missing (Linux before 5.11); a parked wait
 	// then rounds up to whole milliseconds.
@@ -393,8 +393,9 @@ func (l *loop) park(e *evConn, d time.Duration) {
 }
 
 // unpark queues the parked connections that are due, for this round, the
-// light requests first (fairids.go), ahead of the run queue. A heavy request (more than what is
-// left of its connection's budget of IDs) that finds light ones waiting,
+// light requests first (fairids.go), ahead of the run queue. A heavy
+// request (more than what is left of its connection's budget of IDs)
+// that finds light ones waiting,
 // on any loop, goroutine or HTTP connection, waits a little longer: it
 // would take the fresh millisecond they all wait for, and clients that
 // pipeline NEXTRANGE 2048 by the hundred would hold everyone else's
