@@ -395,9 +395,9 @@ func (l *loop) park(e *evConn, d time.Duration) {
 // unpark queues the parked connections that are due, for this round, the
 // light requests first (fairids.go), ahead of the run queue. A heavy
 // request (more than what is left of its connection's budget of IDs)
-// that finds light ones waiting,
-// on any loop, goroutine or HTTP connection, waits a little longer: it
-// would take the fresh millisecond they all wait for, and clients that
+// that finds light ones waiting, on any loop, goroutine or HTTP
+// connection, waits a little longer: it would take the fresh millisecond
+// they all wait for, and clients that
 // pipeline NEXTRANGE 2048 by the hundred would hold everyone else's
 // NEXTID for half as many milliseconds as there are such clients. It is
 // not queued to find that out (idShare.yield would say the same): with
