@@ -367,6 +367,9 @@ func TestRestoreSeenByAHolderWhoseLeaseSurvived(t *testing.T) {
 	waitFor(t, 20*time.Second, "W sees its held slot went back", func() bool {
 		return counterValue(t, reg, "snowflake_coordinator_rollbacks_detected_total", "", "") > 0
 	})
+	// The renew that met the old version confirms right after it, on a
+	// loaded machine past the ceiling the outage outlasted: ready then.
+	waitFor(t, 5*time.Second, "W serves again after the restore", w.c.Ready)
 	if s := w.c.Status(); !w.c.Ready() || s.LeaseNode != lastW.LeaseNode {
 		t.Fatalf("W after the restore: %+v, ready %v; want it serving on its lease %s, which the restore kept", s, w.c.Ready(), lastW.LeaseNode)
 	}
