@@ -18,15 +18,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PAUSE=${PAUSE:-12}
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	if [[ -n ${KEEP:-} ]]; then echo "heal-bench: logs kept in $tmp" >&2; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
+# shellcheck source=deploy/localzk.sh
+source "$root/deploy/localzk.sh"
+localzk_scratch heal-bench
 fail() { printf 'heal-bench: %s\n' "$*" >&2; exit 1; }
 for tool in go java redis-cli; do command -v "$tool" >/dev/null || fail "$tool is missing (make deps)"; done
 
@@ -35,8 +29,6 @@ if [[ -z $bin ]]; then
 	bin=$tmp/bin
 	(cd "$root" && CGO_ENABLED=0 go build -o "$bin/" ./cmd/snowflaked ./cmd/snowflakectl)
 fi
-# shellcheck source=deploy/localzk.sh
-source "$root/deploy/localzk.sh"
 localzk_init "$tmp/zk"
 localzk_start "$tmp/zk"
 

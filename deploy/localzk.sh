@@ -1,8 +1,10 @@
 # localzk.sh: a standalone ZooKeeper on loopback for the by-hand fleets of
 # deploy/heal-bench.sh and deploy/provenance-demo.sh (Debian's zookeeper
-# package, Java; make deps). Sourced; the caller keeps pids, and defines
-# fail MESSAGE.
+# package, Java; make deps). Sourced; the caller defines fail MESSAGE.
 #
+#   localzk_scratch NAME a scratch directory (sets tmp) and the list of the
+#                        processes started (pids), all killed at exit and
+#                        the directory removed (kept with KEEP=1, and said so)
 #   localzk_init DIR     a data directory and zoo.cfg in DIR, on a free port
 #                        (sets zkport)
 #   localzk_start DIR    the server of DIR, started and serving (sets zkpid,
@@ -40,3 +42,17 @@ localzk_start() {
 }
 
 localzk_stop() { kill "$zkpid" && wait "$zkpid" 2>/dev/null || true; }
+
+localzk_scratch() {
+	localzk_name=$1
+	tmp=$(mktemp -d)
+	pids=()
+	trap localzk_cleanup EXIT
+}
+
+localzk_cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if [[ -n ${KEEP:-} ]]; then echo "$localzk_name: logs kept in $tmp" >&2; else rm -rf "$tmp"; fi
+}

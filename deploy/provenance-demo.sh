@@ -11,21 +11,13 @@
 # Java, Debian's zookeeper and redis-cli (make deps). KEEP=1 keeps the logs.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	if [[ -n ${KEEP:-} ]]; then echo "provenance-demo: logs kept in $tmp" >&2; else rm -rf "$tmp"; fi
-}
-trap cleanup EXIT
+# shellcheck source=deploy/localzk.sh
+source "$root/deploy/localzk.sh"
+localzk_scratch provenance-demo
 fail() { echo "provenance-demo: $*" >&2; exit 1; }
 for tool in go java redis-cli curl; do command -v "$tool" >/dev/null || fail "$tool is missing (make deps)"; done
 bin=$tmp/bin
 (cd "$root" && CGO_ENABLED=0 go build -o "$bin/" ./cmd/snowflaked ./cmd/snowflakectl)
-# shellcheck source=deploy/localzk.sh
-source "$root/deploy/localzk.sh"
 localzk_init "$tmp/zk"
 localzk_start "$tmp/zk"
 zk=127.0.0.1:$zkport

@@ -100,7 +100,7 @@ func (c *ctl) auditCommand() *ffcli.Command {
 	histFile := fs.String("history", "", "place every ID in its slot's history from this `file` (snowflakectl history export): an ID in no tenure of the fleet is a finding")
 	asJSON := fs.Bool("json", false, "print one JSON object: ids, duplicates, outside_fleet, impossible, no_tenure, overlapping_tenures, per_slot, not_checked (and the counts)")
 	return c.command(fs, "[--column N|NAME] [--datacenters RANGES] [--history FILE] [--json] [FILE|-]",
-		"check a table's IDs (a file or stdin): issued twice, outside the fleet's datacenters, impossible, in no tenure; exit 1 on any",
+		"check a table's IDs (a file or stdin): issued twice, outside the fleet's datacenters, impossible, in no tenure, overlapping tenures; exit 1 on any",
 		"Reads IDs, one per line or one column of a CSV file (--column), from FILE or\n"+
 			"stdin (- or none), and reports IDs issued twice, IDs of datacenters outside\n"+
 			"the fleet's (--datacenters: the ranges snowflakectl fleets prints), values no\n"+
