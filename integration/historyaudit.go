@@ -12,9 +12,10 @@ import (
 )
 
 // HistoryAudit is every collected ID placed in its slot's history (#41
-// item 4), and no two tenures of a slot overlapping: an ID that a direct stream got from one container lies in a
-// tenure of that container (a lease node's host is the container's short
-// ID); every other ID in some tenure. An ID may also fall before the
+// item 4), and no two tenures of a slot overlapping: an ID that a direct
+// stream got from one container lies in a tenure of that container (a
+// lease node's host is the container's short ID); every other ID in some
+// tenure. An ID may also fall before the
 // recorded history (tenures dropped to keep a slot node small, or from
 // before a root was made again or a slot node repaired) or in a span a
 // restore lost (recover records it); none may fall in no tenure.
