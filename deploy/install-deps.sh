@@ -27,7 +27,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #   curl, python3-requests
 #                  IDs over HTTP (--http-ids): worker/ and integration/clients
 #                  test with curl, and run the cookbook's requests snippet
-packages=(redis-server redis-tools debootstrap debian-archive-keyring haproxy python3-redis node-redis spin gcc prometheus chromium curl python3-requests)
+#   iproute2       ss: the kernel's memory for the worker's connections
+#                  (TestHostileUnreadReplies)
+#   util-linux     chrt: the latency tests' load at idle priority (testenv.IdleCommand)
+packages=(redis-server redis-tools debootstrap debian-archive-keyring haproxy python3-redis node-redis spin gcc prometheus chromium curl python3-requests iproute2 util-linux)
 [[ ${SNOWFLEET_SKIP_ZK:-} == 1 ]] || packages=(zookeeper "${packages[@]}")
 
 if [[ ${CI:-} == true ]]; then

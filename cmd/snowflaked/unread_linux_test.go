@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,11 +21,15 @@ import (
 // figure of issue 38 (348 MiB of RSS before the output limit).
 const unreadHogs = 4000
 
-// kernelPerConn is the most the kernel holds for a connection that
-// pipelines without reading, as worker/README.md states it: a 4 KiB
-// receive buffer (8 KiB with the kernel's share) and, sent to nobody,
-// TCP_NOTSENT_LOWAT (16 KiB) plus one segment the kernel takes past it (up
-// to 64 KiB). A pod's memory limit counts it (cgroup v2), RSS does not.
+// kernelPerConn is what the kernel holds for a connection that pipelines
+// without reading, as worker/README.md states it: a 4 KiB receive buffer
+// (8 KiB with the kernel's share) and, sent to nobody, TCP_NOTSENT_LOWAT
+// (16 KiB) plus one segment the kernel takes past it (up to 64 KiB). A
+// pod's memory limit counts it (cgroup v2), RSS does not. While the
+// client's acknowledgements lag, what was sent and not yet acknowledged
+// counts too (ss measured up to 132 KiB for a connection): the test also
+// measures the worker's side of every connection (workerSockMem) and holds
+// it, with the RSS of the same moment, under the kit's limit.
 const kernelPerConn = 88 << 10
 
 // TestHostileUnreadReplies: unreadHogs connections pipelining NEXTIDS 4096
@@ -90,17 +95,30 @@ func TestHostileUnreadReplies(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// The worker's RSS, sampled until the end.
+	// The worker's RSS, sampled until the end; and, less often (ss walks
+	// every socket), the kernel's memory for the worker's side of its
+	// connections, with the RSS of the same moment: what the pod's limit
+	// counts.
 	var mu sync.Mutex
 	peak := base
+	var both, kernelPeak sockMem
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
-		for {
+		for i := 0; ; i++ {
+			var k sockMem
+			if i%10 == 0 {
+				k = workerSockMem(t, d.port)
+			}
 			r := rss(t, pid)
 			mu.Lock()
 			peak = max(peak, r)
+			if k.total+r > both.total {
+				both = sockMem{total: k.total + r, conns: k.conns}
+			}
+			kernelPeak.total = max(kernelPeak.total, k.total)
+			kernelPeak.perConn = max(kernelPeak.perConn, k.perConn)
 			mu.Unlock()
 			select {
 			case <-stopSampling:
@@ -175,13 +193,19 @@ func TestHostileUnreadReplies(t *testing.T) {
 	// for max-conns such connections.
 	room := int64(limitMiB)<<20 - int64(maxConns)*kernelPerConn
 	t.Logf("%d hogs for %v; the clean client drew %d x 4096 IDs; worker RSS %d MiB before, peak %d MiB (%d KiB a hog); "+
-		"closed by the output limit %v, by the write timeout %v; the kit's limit %d MiB, max-conns %d, room for the RSS %d MiB; TCP socket memory now %s",
+		"closed by the output limit %v, by the write timeout %v; the kit's limit %d MiB, max-conns %d, room for the RSS %d MiB; "+
+		"the kernel's for the worker's side (ss) peak %d MiB, up to %d KiB a connection; RSS and kernel together peak %d MiB (%d connections open); "+
+		"TCP socket memory now %s",
 		unreadHogs, attack.Round(time.Millisecond), clean, base>>20, peak>>20, (peak-base)/unreadHogs>>10,
 		m["snowflake_worker_output_limit_closes_total"], m[`snowflake_worker_connection_timeouts_total{kind="write"}`],
-		limitMiB, maxConns, room>>20, tcpSocketMem(t))
+		limitMiB, maxConns, room>>20, kernelPeak.total>>20, kernelPeak.perConn>>10, both.total>>20, both.conns, tcpSocketMem(t))
 	if peak >= room {
 		t.Errorf("worker RSS peaked at %d MiB with %d hogs: past the %d MiB the kit's %d MiB leave it beside the kernel's buffers of %d connections",
 			peak>>20, unreadHogs, room>>20, limitMiB, maxConns)
+	}
+	if both.total >= int64(limitMiB)<<20 {
+		t.Errorf("worker RSS and the kernel's buffers of its %d connections reached %d MiB together: past the kit's %d MiB",
+			both.conns, both.total>>20, limitMiB)
 	}
 	if code, _ := d.get("/readyz"); code != 200 {
 		t.Errorf("/readyz = %d under the hogs", code)
@@ -242,4 +266,38 @@ func tcpSocketMem(t *testing.T) string {
 	}
 	pages, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	return fmt.Sprintf("%d MiB (both ends, /proc/net/sockstat)", pages*int64(os.Getpagesize())>>20)
+}
+
+// sockMem is what the kernel holds for the worker's side of its
+// connections: in all, the most for one, and over how many.
+type sockMem struct {
+	total, perConn int64
+	conns          int
+}
+
+// skmemRe is ss -m's memory of a socket: r (received, unread), f (forward
+// allocation, charged and not yet used) and w (queued to send).
+var skmemRe = regexp.MustCompile(`skmem:\(r(\d+),rb\d+,t\d+,tb\d+,f(\d+),w(\d+)`)
+
+// workerSockMem is the kernel's memory for the established connections
+// of the worker's port, from ss (iproute2): what cgroup v2 charges a pod
+// for them.
+func workerSockMem(t *testing.T, port string) sockMem {
+	out, err := exec.Command("ss", "-tmnH", "state", "established", "( sport = :"+port+" )").Output()
+	if err != nil {
+		t.Errorf("ss (apt-get install iproute2): %v", err)
+		return sockMem{}
+	}
+	var m sockMem
+	for _, f := range skmemRe.FindAllSubmatch(out, -1) {
+		var n int64
+		for _, v := range f[1:] {
+			x, _ := strconv.ParseInt(string(v), 10, 64)
+			n += x
+		}
+		m.total += n
+		m.perConn = max(m.perConn, n)
+		m.conns++
+	}
+	return m
 }
