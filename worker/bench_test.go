@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bufio"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -81,6 +82,20 @@ func BenchmarkNextIDPipelined(b *testing.B) {
 	b.Run("c50-P16", func(b *testing.B) {
 		roundTrips(b, w, 50, strings.Repeat("*1\r\n$6\r\nNEXTID\r\n", 16), 16, 16)
 	})
+}
+
+// BenchmarkNextIDPipelinedGoroutines: the same on the goroutine-per-
+// connection transport (Config.NoEventLoop, and TLS), and deeper: 64
+// requests a write, so that each read leaves a backlog after its first
+// slice, which waits for a turn (turns.go).
+func BenchmarkNextIDPipelinedGoroutines(b *testing.B) {
+	zk := startZK(b)
+	w := startWorkerWith(b, zk.Addr(), true, func(c *Config) { c.NoEventLoop = true }, nil)
+	for _, depth := range []int{16, 64} {
+		b.Run(fmt.Sprintf("c50-P%d", depth), func(b *testing.B) {
+			roundTrips(b, w, 50, strings.Repeat("*1\r\n$6\r\nNEXTID\r\n", depth), depth, depth)
+		})
+	}
 }
 
 // BenchmarkNextIDs4096: one connection, NEXTIDS 4096 one at a time, as

@@ -46,7 +46,7 @@ var fairMixKinds = []struct{ name, req string }{
 
 // TestFairnessMix (issue 38): under 64 and 256 hog connections of every
 // kind and of them all mixed, a client issuing single NEXTIDs keeps its p99
-// within fairMixBound (5 ms in make hostile), on both transports. Before
+// within fairBound (5 ms in make hostile), on both transports. Before
 // the fairness in IDs, 64 NEXTRANGE 2048 pipeliners held it at 230 ms a
 // request and more, and the goroutines' client timed out.
 func TestFairnessMix(t *testing.T) {
@@ -71,7 +71,7 @@ func TestFairnessMix(t *testing.T) {
 						stop := startFairMixHogs(t, srv, k.name, n)
 						defer stop()
 						time.Sleep(300 * time.Millisecond) // the pipelines are in
-						bound := fairMixBound(mode, k.name)
+						bound := fairBound()
 						var p99 time.Duration
 						for range tries {
 							rtts := nextIDRTTs(t, srv.resp, measure)
@@ -95,19 +95,6 @@ func TestFairnessMix(t *testing.T) {
 			}
 		})
 	}
-}
-
-// fairMixBound is fairBound, but for goroutines under NEXTID pipeliners
-// where the goal is 5 ms: 25 ms. Those keep both cores busy, and Go's
-// scheduler looks at the network only when its run queues are empty or
-// every 10 ms (sysmon): a goroutine whose client sent a request waits for
-// that, which no order of the server's own can shorten. The epoll loop,
-// the default on Linux, is held to the goal under every kind.
-func fairMixBound(mode, kind string) time.Duration {
-	if b := fairBound(); mode != "goroutines" || kind != "nextid" || b > 25*time.Millisecond {
-		return b
-	}
-	return 25 * time.Millisecond
 }
 
 // fairMixAddrs are the worker process's ports.

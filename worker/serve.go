@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"runtime"
 	"syscall"
 	"time"
 )
@@ -27,6 +26,8 @@ type goConn struct {
 	// drained: the connection took its last read in a drain;
 	// drainedSome: that read brought requests (so it lingers after).
 	drained, drainedSome bool
+	// turn: it holds one of the server's backlog turns (turns.go).
+	turn bool
 }
 
 func newGoConn(c *conn, nc net.Conn) *goConn {
@@ -41,8 +42,16 @@ func newGoConn(c *conn, nc net.Conn) *goConn {
 // replies of each slice in one write before it blocks for more input.
 func (g *goConn) serve() {
 	c := g.c
+	defer c.s.turns.done(&g.turn)
 	for {
-		switch c.execSlice() {
+		end := c.execSlice()
+		if g.raw == nil {
+			// A write through nc may wait for a client that does not
+			// read: not with a turn (writeRaw gives it up before it
+			// waits).
+			c.s.turns.done(&g.turn)
+		}
+		switch end {
 		case sliceLinger:
 			g.lingerClose()
 			return
@@ -54,19 +63,20 @@ func (g *goConn) serve() {
 			// the scheduler's, which it lets run: a goroutine with a
 			// backlog would otherwise run slice after slice until it is
 			// preempted (10 ms), and 64 pipeliners of NEXTID held a client
-			// of single NEXTIDs at p99 190 ms. Gosched puts this one on
-			// the global run queue, behind the goroutines whose sockets
-			// woke them (those go first: the local one), as the epoll
-			// loop puts a backlog behind the sockets that are ready.
+			// of single NEXTIDs at p99 190 ms. It waits for a turn
+			// (turns.go), behind the other backlogs, as the epoll loop
+			// puts a backlog behind the sockets that are ready.
 			if !g.flush() || c.s.killed.Load() {
 				return
 			}
-			runtime.Gosched()
+			c.s.turns.done(&g.turn)
+			c.s.turns.wait(&g.turn)
 			continue
 		}
 		if !g.flush() {
 			return
 		}
+		c.s.turns.done(&g.turn)
 		if !c.prepareRead() {
 			g.lingerClose()
 			return

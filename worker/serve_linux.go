@@ -49,6 +49,7 @@ func (g *goConn) writeRaw() error {
 	g.out, g.stalledAt, g.wait, g.werr = 0, time.Time{}, false, 0
 	err := g.raw.rc.Write(g.raw.fn)
 	for err == nil && g.werr == syscall.EAGAIN {
+		c.s.turns.done(&g.turn) // not while waiting for a client
 		g.wait = true
 		if err = g.nc.SetWriteDeadline(c.stallDeadline(g.stalledAt, g.out)); err != nil {
 			break

@@ -58,6 +58,9 @@ type Server struct {
 	// loops serve the TCP connections, one per P, each a share of them
 	// (Linux, unless Config.NoEventLoop); none: a goroutine per connection.
 	loops []*loop
+	// turns gates the backlogs of the goroutine-per-connection transport
+	// (turns.go).
+	turns backlogTurns
 
 	mu       sync.Mutex
 	lns      []net.Listener // Serve's and ServeTLS's
@@ -85,6 +88,7 @@ func New(cfg Config, lease IDSource, log hclog.Logger, reg prometheus.Registerer
 		started: time.Now(), conns: map[*conn]struct{}{},
 		shutdown: make(chan struct{}), done: make(chan struct{}),
 		rejecting: make(chan struct{}, maxRejectLingers),
+		turns:     newBacklogTurns(runtime.GOMAXPROCS(0)),
 	}
 	m, err := newMetrics(reg, cmds, &s.open, &s.accepted)
 	if err != nil {
