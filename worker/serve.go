@@ -53,6 +53,7 @@ func (g *goConn) serve() {
 		}
 		switch end {
 		case sliceLinger:
+			c.s.turns.done(&g.turn) // lingering waits for the client
 			g.lingerClose()
 			return
 		case sliceClose:
