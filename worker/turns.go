@@ -7,7 +7,7 @@ package worker
 // run queues empty, or every 10 ms (sysmon): goroutines that only yielded
 // (runtime.Gosched) after each slice kept every run queue full under 64
 // NEXTID pipeliners, and a client of single NEXTIDs, whose request had
-// arrived, waited for that poll (p99 10-14 ms). Waiting for a turn, they
+// arrived, waited for that poll (p99 11-16 ms). Waiting for a turn, they
 // are parked instead, one P is left for fresh requests and, when it has
 // none, for the network. A backlog's first slice after each read needs no
 // turn, so a pipeline of up to 16 requests never waits for one.
