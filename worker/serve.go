@@ -44,16 +44,8 @@ func (g *goConn) serve() {
 	c := g.c
 	defer c.s.turns.done(&g.turn)
 	for {
-		end := c.execSlice()
-		if g.raw == nil {
-			// A write through nc may wait for a client that does not
-			// read: not with a turn (writeRaw gives it up before it
-			// waits).
-			c.s.turns.done(&g.turn)
-		}
-		switch end {
+		switch c.execSlice() {
 		case sliceLinger:
-			c.s.turns.done(&g.turn) // lingering waits for the client
 			g.lingerClose()
 			return
 		case sliceClose:
@@ -212,6 +204,7 @@ var errOutputLimit = errors.New("output limit")
 // write cut short by a deadline cannot go on (TLS).
 func (g *goConn) writeConn() error {
 	c := g.c
+	c.s.turns.done(&g.turn) // nc.Write may wait for a client that does not read
 	if err := g.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
 		return err
 	}
@@ -238,6 +231,7 @@ func (g *goConn) lingerClose() {
 // unread input makes the kernel send a reset, and the client may lose the
 // reply.
 func (g *goConn) linger() {
+	g.c.s.turns.done(&g.turn) // it waits for the client
 	tc, ok := g.nc.(*net.TCPConn)
 	if !ok || tc.CloseWrite() != nil {
 		return

@@ -18,9 +18,9 @@ func newBacklogTurns(procs int) backlogTurns {
 }
 
 // wait waits for a turn, in order of asking; *held records it. A turn
-// covers one slice's work and its write, never a wait for a client that
-// does not read (writeRaw gives it up first; a write through net.Conn,
-// TLS, goes without it).
+// covers one slice's work and its write, never a wait for a client: what
+// waits gives it up first (writeRaw before it waits for room, writeConn,
+// whose net.Conn write may wait, linger, and serve before it reads).
 func (t backlogTurns) wait(held *bool) {
 	t <- struct{}{}
 	*held = true
