@@ -249,7 +249,7 @@ func (l *loop) poll(fd uintptr) bool {
 		// and 256 NEXTID pipeliners held a client of single NEXTIDs at
 		// p99 4.4-8.0 ms; yielding once a round, 1.7-4.3 ms. Alone on its
 		// core the loop is back at once (a syscall, under a microsecond).
-		_, _, _ = syscall.RawSyscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+		yieldCore()
 	}
 	n, errno := l.epollWait(fd, wait)
 	if errno != 0 {

@@ -60,7 +60,7 @@ type Server struct {
 	loops []*loop
 	// turns gates the backlogs of the goroutine-per-connection transport
 	// (turns.go).
-	turns backlogTurns
+	turns *backlogTurns
 
 	mu       sync.Mutex
 	lns      []net.Listener // Serve's and ServeTLS's
