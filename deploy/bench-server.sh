@@ -114,13 +114,15 @@ rpid=$!
 pids+=($rpid)
 
 # snowflaked, under a root made for it (a worker makes none itself): a new
-# ensemble, so no earlier fleet's IDs to wait out.
+# ensemble, so no earlier fleet's IDs to wait out; a throwaway one on
+# loopback, so no ZooKeeper credentials (--zk-insecure: without them and
+# without it, init and the worker refuse to start).
 go build -o "$work/" ./cmd/snowflaked ./cmd/snowflakectl
-"$work/snowflakectl" init --zk "127.0.0.1:$zkport" --new-fleet >"$work/init.log" 2>&1 ||
+"$work/snowflakectl" init --zk "127.0.0.1:$zkport" --new-fleet --zk-insecure >"$work/init.log" 2>&1 ||
 	{ echo "bench-server: snowflakectl init failed" >&2; cat "$work/init.log" >&2; exit 1; }
 sport=$(freeport)
 hport=$(freeport)
-"${SRV[@]}" "$work/snowflaked" --zk "127.0.0.1:$zkport" --listen "127.0.0.1:$sport" \
+"${SRV[@]}" "$work/snowflaked" --zk "127.0.0.1:$zkport" --zk-insecure --listen "127.0.0.1:$sport" \
 	--http "127.0.0.1:$hport" --log-level warn "${STLS[@]}" 2>"$work/snowflaked.log" &
 spid=$!
 pids+=($spid)

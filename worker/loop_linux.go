@@ -22,7 +22,8 @@ import (
 // with Go's netpoller (an epoll set is readable while it has ready fds), and
 // the loop parks there, so no thread sits in a syscall holding the only P,
 // and timers, ZooKeeper and HTTP goroutines run meanwhile. Once woken it
-// calls epoll_wait with a zero timeout as a raw syscall.
+// calls epoll_wait with a zero timeout as a raw syscall. The park can miss
+// its wake-up; the loops rescue each other (loopwake_linux.go).
 type loop struct {
 	s      *Server
 	epfd   int
@@ -69,6 +70,11 @@ type loop struct {
 	// (conn.mark) and of the sweep check, one clock read, not one a socket.
 	now   time.Time
 	every time.Duration // sweep period for the timeouts
+	// siblings are the server's loops, this one among them; parkedAt,
+	// lastRescue: see loopwake_linux.go.
+	siblings   []*loop
+	parkedAt   atomic.Int64
+	lastRescue time.Time
 }
 
 func newLoop(s *Server) (*loop, error) {
@@ -202,8 +208,12 @@ func (l *loop) run() {
 	for {
 		err := l.rc.Read(l.pollFn)
 		if errors.Is(err, os.ErrDeadlineExceeded) || l.now.After(next) {
-			l.sweep()
-			next = time.Now().Add(l.every)
+			// The deadline is the sweep's, or a sibling's rescue
+			// (loopwake_linux.go): Read fails at once until it moves.
+			if now := time.Now(); !now.Before(next) {
+				l.sweep()
+				next = now.Add(l.every)
+			}
 			_ = l.ep.SetReadDeadline(next)
 		} else if err != nil {
 			// Not expected (only run closes the epoll fd): drop this
@@ -259,9 +269,12 @@ func (l *loop) poll(fd uintptr) bool {
 		n = 0
 	}
 	if n == 0 && !backlog && len(l.parked) == 0 {
+		l.parkedAt.Store(time.Now().UnixNano())
 		return false
 	}
+	l.parkedAt.Store(0)
 	l.now = time.Now()
+	l.rescueSiblings()
 	// The light requests due first: a heavy request on this loop, read in
 	// this round, would take the millisecond they waited for.
 	l.unpark()

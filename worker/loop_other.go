@@ -5,7 +5,7 @@ package worker
 import "net"
 
 // loop is the Linux epoll loop; elsewhere every connection has a goroutine.
-type loop struct{}
+type loop struct{ siblings []*loop }
 
 func newLoop(*Server) (*loop, error) { return nil, nil }
 

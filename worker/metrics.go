@@ -31,6 +31,9 @@ type metrics struct {
 	// outputLimit counts connections closed by their output limit
 	// (outlimit.go).
 	outputLimit prometheus.Counter
+	// missedWakes counts epoll loops woken by a sibling: parked with
+	// sockets ready (loopwake_linux.go).
+	missedWakes prometheus.Counter
 	timeouts    [timeoutWrite + 1]prometheus.Counter // by timeoutKind
 }
 
@@ -90,6 +93,10 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable, open, accepted *at
 			Name: "snowflake_worker_output_limit_closes_total",
 			Help: "Connections closed because their socket took nothing for 2 s while more than ClientOutputLimit of their replies waited: clients that do not read.",
 		}),
+		missedWakes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "snowflake_worker_loop_missed_wakeups_total",
+			Help: "Times an epoll loop parked in Go's netpoller with sockets ready for a millisecond or more was woken by another loop: wake-ups the netpoller missed.",
+		}),
 	}
 	timeouts := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "snowflake_worker_connection_timeouts_total",
@@ -108,7 +115,7 @@ func newMetrics(reg prometheus.Registerer, cmds commandTable, open, accepted *at
 	}
 	if reg != nil {
 		for _, col := range []prometheus.Collector{ids, requests, latency, m.conns, m.connsTotal,
-			m.rejected, m.adminRefused, m.adminReserved, m.idsRefused, m.denied, m.protoErrs, m.outputLimit, timeouts} {
+			m.rejected, m.adminRefused, m.adminReserved, m.idsRefused, m.denied, m.protoErrs, m.outputLimit, m.missedWakes, timeouts} {
 			if err := reg.Register(col); err != nil {
 				return nil, fmt.Errorf("register metrics: %w", err)
 			}

@@ -203,6 +203,7 @@ func (s *Server) accept(ln net.Listener) error {
 // startLoops starts n epoll loops, or none if the first cannot be made
 // (not Linux: none ever).
 func (s *Server) startLoops(n int) {
+	var loops []*loop
 	for range n {
 		l, err := newLoop(s)
 		if err != nil {
@@ -211,7 +212,11 @@ func (s *Server) startLoops(n int) {
 		if l == nil {
 			break
 		}
-		s.loops = append(s.loops, l)
+		loops = append(loops, l)
+	}
+	s.loops = append(s.loops, loops...)
+	for _, l := range loops {
+		l.siblings = loops
 		go l.run()
 	}
 }

@@ -33,15 +33,16 @@ type hostileAttackers struct {
 }
 
 // startHostileAttackers re-executes this test binary as the attackers of
-// d for dur, at idle priority (testenv.IdleCommand): they stand for
+// d for dur, of the kinds given (digits 0-6, "" for all), at idle priority (testenv.IdleCommand): they stand for
 // clients on other machines, and in this process, beside the clean
 // clients, their goroutines took the clean clients' turns in one Go
 // scheduler (it polls the network only when its run queues are empty, or
 // every 10 ms).
-func startHostileAttackers(t *testing.T, d *daemonProc, dur time.Duration) *hostileAttackers {
+func startHostileAttackers(t *testing.T, d *daemonProc, dur time.Duration, kinds string) *hostileAttackers {
 	t.Helper()
 	a := &hostileAttackers{cmd: testenv.IdleCommand(t, os.Args[0], "-test.run=^TestHostileAttackers$")}
-	a.cmd.Env = append(os.Environ(), hostileRoleEnv+"=attackers", fmt.Sprintf("%s=%s %s %s", hostileTargetEnv, d.port, d.http, dur))
+	a.cmd.Env = append(os.Environ(), hostileRoleEnv+"=attackers", fmt.Sprintf("%s=%s %s %s", hostileTargetEnv, d.port, d.http, dur),
+		"SNOWFLEET_HOSTILE_KINDS="+kinds)
 	a.cmd.Stdout, a.cmd.Stderr = &a.out, &a.out
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)
