@@ -33,11 +33,11 @@ type hostileAttackers struct {
 }
 
 // startHostileAttackers re-executes this test binary as the attackers of
-// d for dur, of the kinds given (digits 0-6, "" for all), at idle priority (testenv.IdleCommand): they stand for
-// clients on other machines, and in this process, beside the clean
-// clients, their goroutines took the clean clients' turns in one Go
-// scheduler (it polls the network only when its run queues are empty, or
-// every 10 ms).
+// d for dur, of the kinds given (digits 0-6, "" for all), at idle priority
+// (testenv.IdleCommand): they stand for clients on other machines, and in
+// this process, beside the clean clients, their goroutines took the clean
+// clients' turns in one Go scheduler (it polls the network only when its
+// run queues are empty, or every 10 ms).
 func startHostileAttackers(t *testing.T, d *daemonProc, dur time.Duration, kinds string) *hostileAttackers {
 	t.Helper()
 	a := &hostileAttackers{cmd: testenv.IdleCommand(t, os.Args[0], "-test.run=^TestHostileAttackers$")}
